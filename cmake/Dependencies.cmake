@@ -1,0 +1,49 @@
+# Finds every third-party package once, for all folders.
+
+find_package(Threads REQUIRED)
+
+if(SVDSERVE_PORTABLE)
+  # Debian ships static archives of gRPC, protobuf and abseil beside the shared ones; prefer them.
+  set(CMAKE_FIND_LIBRARY_SUFFIXES .a ${CMAKE_FIND_LIBRARY_SUFFIXES})
+  set(Protobuf_USE_STATIC_LIBS ON)
+endif()
+
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
+find_package(spdlog REQUIRED)
+
+# LAPACK and BLAS for the CPU backend: OpenBLAS is both, multithreaded and far faster than the
+# reference implementation (measured in docs/PERFORMANCE.md).
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_package(LAPACK REQUIRED)
+find_path(LAPACKE_INCLUDE_DIR lapacke.h PATH_SUFFIXES openblas REQUIRED)
+find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread openblas REQUIRED)
+
+# CUDA: optional. NVTX3 is header-only and comes with the toolkit.
+if(NOT SVDSERVE_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(SVDSERVE_WITH_CUDA ON)
+  elseif(SVDSERVE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "SVDSERVE_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()
+if(NOT SVDSERVE_WITH_CUDA)
+  set(SVDSERVE_WITH_CUDA OFF)
+endif()
+message(STATUS "svdserve: CUDA backend ${SVDSERVE_WITH_CUDA}")
+
+find_path(NVTX3_INCLUDE_DIR nvtx3/nvToolsExt.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+if(NVTX3_INCLUDE_DIR)
+  message(STATUS "svdserve: NVTX ranges on (${NVTX3_INCLUDE_DIR})")
+else()
+  message(STATUS "svdserve: NVTX headers not found; ranges compile to nothing")
+endif()

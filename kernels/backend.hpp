@@ -1,0 +1,49 @@
+#pragma once
+// The seam between the pipeline and the compute: the CPU backend (LAPACK + BLAS) and the GPU
+// backend (cuSOLVER + CUDA kernels) both implement it. A backend is called from several worker
+// threads at once; each call carries a whole batch of same-shaped images.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/factors.hpp"
+#include "kernels/image.hpp"
+
+namespace svdserve {
+
+struct ReconstructItem {
+  const Factors* factors = nullptr;  // Made by this backend.
+  uint32_t rank = 0;                 // 1 .. factors->rank_kept()
+  OutputPixels pixels = OutputPixels::u8;
+  std::span<std::byte> output;       // shape.values() * bytes_per_value(pixels), HWC interleaved.
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  [[nodiscard]] virtual std::string name() const = 0;                // "cpu" or "gpu"
+  [[nodiscard]] virtual std::string device_description() const = 0;  // for GetServerInfo
+
+  // Truncated SVD of each image (all of one shape), keeping min(max_rank, full rank) triplets.
+  // Throws svdserve::Error: ResourceExhausted when the factors do not fit, InternalError when a
+  // solver fails.
+  [[nodiscard]] virtual std::vector<std::shared_ptr<const Factors>> decompose(
+      std::span<const ImageF32* const> images, uint32_t max_rank) = 0;
+
+  // Writes U_k diag(S_k) Vt_k for each item (all of one shape, each with its own rank).
+  virtual void reconstruct(std::span<const ReconstructItem> items) = 0;
+
+  // Nsight Systems capture windows. The CPU backend throws FailedPrecondition.
+  virtual void start_profiling() = 0;
+  virtual void stop_profiling() = 0;
+};
+
+// threads: how many images of a batch are worked on at once (0: hardware concurrency).
+[[nodiscard]] std::unique_ptr<Backend> make_cpu_backend(unsigned threads);
+
+}  // namespace svdserve

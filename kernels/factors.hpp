@@ -1,0 +1,47 @@
+#pragma once
+// The truncated SVD of one image, per channel: A_c ~= U_c diag(S_c) Vt_c with rank_kept terms.
+// Where U and Vt live (host or device memory) is the backend's business; the singular values
+// are always on the host because requests need them to pick ranks and report errors.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/image.hpp"
+
+namespace svdserve {
+
+class Factors {
+ public:
+  Factors(ImageShape shape, uint32_t rank_kept, std::vector<std::vector<float>> singular_values)
+      : shape_(shape), rank_kept_(rank_kept), singular_values_(std::move(singular_values)) {}
+  virtual ~Factors() = default;
+  Factors(const Factors&) = delete;
+  Factors& operator=(const Factors&) = delete;
+
+  [[nodiscard]] const ImageShape& shape() const noexcept { return shape_; }
+  [[nodiscard]] uint32_t rank_kept() const noexcept { return rank_kept_; }
+  // Largest first, rank_kept values.
+  [[nodiscard]] std::span<const float> singular_values(uint32_t channel) const noexcept {
+    return singular_values_[channel];
+  }
+  [[nodiscard]] const std::vector<std::vector<float>>& all_singular_values() const noexcept {
+    return singular_values_;
+  }
+  // Bytes this image holds in the backend's memory (U, S, Vt for every channel).
+  [[nodiscard]] virtual std::size_t bytes_resident() const noexcept = 0;
+
+ private:
+  ImageShape shape_;
+  uint32_t rank_kept_;
+  std::vector<std::vector<float>> singular_values_;
+};
+
+// Bytes of fp32 factors U (h x r), S (r), Vt (r x w) for every channel.
+[[nodiscard]] constexpr std::size_t factor_bytes_f32(const ImageShape& shape, uint32_t rank) noexcept {
+  return std::size_t{shape.channels} * rank * (std::size_t{shape.height} + shape.width + 1) *
+         sizeof(float);
+}
+
+}  // namespace svdserve
