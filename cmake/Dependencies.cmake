@@ -19,6 +19,8 @@ set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 find_package(LAPACK REQUIRED)
 find_path(LAPACKE_INCLUDE_DIR lapacke.h PATH_SUFFIXES openblas REQUIRED)
+# Debian builds OpenBLAS without LAPACKE; the C interface is its own library (liblapacke-dev).
+find_library(LAPACKE_LIBRARY lapacke REQUIRED)
 find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread openblas REQUIRED)
 
 # CUDA: optional. NVTX3 is header-only and comes with the toolkit.

@@ -1,0 +1,18 @@
+#pragma once
+// Chooses the compute backend from the config: the GPU when asked for or (auto) when one is
+// usable, else the CPU, saying which in the log.
+
+#include <memory>
+
+#include "kernels/backend.hpp"
+#include "svdserve/v1/config.pb.h"
+
+namespace svdserve {
+
+// Throws FailedPrecondition when the GPU is demanded but none is usable.
+[[nodiscard]] std::unique_ptr<Backend> make_backend(const v1::ServerConfig& config);
+
+// The factor-store budget: memory_budget_bytes, or the backend's default when it is 0.
+[[nodiscard]] std::size_t memory_budget_bytes(const v1::ServerConfig& config, const Backend& backend);
+
+}  // namespace svdserve

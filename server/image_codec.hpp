@@ -1,0 +1,30 @@
+#pragma once
+// Turning request bytes into the backends' float32 planes, and reconstructed pixels into PNG.
+// Runs on the loader threads; OpenCV does all decoding and encoding.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "kernels/image.hpp"
+#include "svdserve/v1/svdserve.pb.h"
+
+namespace svdserve {
+
+struct ImageLimits {
+  uint32_t max_width = 8192;
+  uint32_t max_height = 8192;
+  std::size_t max_bytes = 60u << 20;
+};
+
+// Decodes encoded bytes (any format OpenCV reads) or converts raw pixels. 8-bit and float values
+// are kept on the 0..255 scale; 16-bit values are scaled by 255/65535. Throws InvalidArgument
+// with a message that names what is wrong.
+[[nodiscard]] ImageF32 decode_image(const v1::ImageInput& input, const ImageLimits& limits);
+[[nodiscard]] ImageF32 decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits);
+
+// PNG of interleaved u8 pixels (1, 3 or 4 channels in OpenCV's BGR(A) order).
+[[nodiscard]] std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape);
+
+}  // namespace svdserve

@@ -1,0 +1,86 @@
+#pragma once
+// The producer-consumer pipeline between the RPC handlers and a compute backend:
+//
+//   submit() --> decode queue --> loader threads (read file, decode) --+
+//            \                                                         v
+//             `-(reconstruct: nothing to decode)-------------> compute queue --> batcher
+//                                                                                   |
+//   on_done <-- worker threads (backend compute, store insert, encode) <-- batch queue
+//
+// Only admission can refuse a job (queue full: RESOURCE_EXHAUSTED, or shutting down:
+// UNAVAILABLE); later stages wait for room, so an admitted job is never dropped.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "server/bounded_queue.hpp"
+#include "server/dynamic_batcher.hpp"
+#include "server/factor_store.hpp"
+#include "server/image_codec.hpp"
+#include "server/job.hpp"
+#include "server/stats.hpp"
+
+namespace svdserve {
+
+struct PipelineOptions {
+  unsigned loader_threads = 2;
+  unsigned worker_threads = 2;
+  std::size_t queue_capacity = 256;
+  bool wait_when_full = false;  // else reject at once
+  BatcherOptions batcher;
+  ImageLimits image_limits;
+  std::size_t max_output_bytes = 64u << 20;  // one response must fit in a gRPC message
+};
+
+class Pipeline {
+ public:
+  Pipeline(PipelineOptions options, Backend& backend, FactorStore& store, Stats& stats);
+  ~Pipeline();  // shutdown()
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Admits a job or completes it at once (on the calling thread) with RESOURCE_EXHAUSTED or
+  // UNAVAILABLE. Either way job->on_done is called exactly once.
+  void submit(JobPtr job);
+
+  // Refuses new jobs, finishes every admitted one, joins all threads. Idempotent.
+  void shutdown();
+
+  [[nodiscard]] std::size_t decode_queue_depth() const { return decode_queue_.size(); }
+  [[nodiscard]] std::size_t compute_queue_depth() const { return compute_queue_.size(); }
+
+ private:
+  void loader_loop();
+  void worker_loop();
+  void run_batch(Batch& batch);
+  void run_decompose(std::vector<Job*>& jobs);
+  void run_reconstruct(std::vector<Job*>& jobs);
+  void run_compress(std::vector<Job*>& jobs);
+  // Reconstructs each job at job->rank from job->factors into job->pixels, then encodes.
+  void reconstruct_into_pixels(std::vector<Job*>& jobs);
+  void complete(Job& job, std::exception_ptr error);
+
+  const PipelineOptions options_;
+  Backend& backend_;
+  FactorStore& store_;
+  Stats& stats_;
+
+  BoundedQueue<JobPtr> decode_queue_;
+  BoundedQueue<JobPtr> compute_queue_;
+  BoundedQueue<Batch> batch_queue_;
+  std::vector<std::jthread> loaders_;
+  std::unique_ptr<DynamicBatcher> batcher_;
+  std::vector<std::jthread> workers_;
+  std::once_flag shutdown_once_;
+};
+
+// Picks the rank for a request against the factors' spectrum; throws InvalidArgument when the
+// rank is 0, above the kept rank, or the energy fraction is outside (0, 1].
+[[nodiscard]] uint32_t resolve_rank(const RankChoice& choice, const Factors& factors);
+
+}  // namespace svdserve

@@ -1,0 +1,215 @@
+// The two streaming reconstruct RPCs. Both submit one job per reconstruction and write the
+// answers in request order through OrderedResponses.
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include "kernels/errors.hpp"
+#include "server/ordered_responses.hpp"
+#include "server/service.hpp"
+#include "server/status_mapping.hpp"
+
+namespace svdserve {
+namespace {
+
+// Jobs one stream may have in the pipeline before it stops reading: a fast client cannot fill
+// the server's queues alone, and memory per stream stays bounded.
+constexpr uint64_t kMaxInFlightPerStream = 64;
+
+class ReconstructStreamReactor final
+    : public grpc::ServerBidiReactor<v1::ReconstructRequest, v1::ReconstructStreamResponse> {
+ public:
+  ReconstructStreamReactor(SvdService& service, grpc::CallbackServerContext* ctx)
+      : service_(service), ctx_(ctx) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::unique_lock lock(mutex_);
+      reads_done_ = true;
+      maybe_finish(lock);
+      return;
+    }
+    uint64_t sequence = 0;
+    {
+      std::lock_guard lock(mutex_);
+      sequence = responses_.reserve();
+    }
+    try {
+      JobPtr job = service_.make_reconstruct_job(ctx_, request_);
+      job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
+        v1::ReconstructStreamResponse response;
+        set_status(to_status(error), response);
+        if (!error) fill_reconstruction(done, response.mutable_result());
+        deliver(sequence, std::move(response));
+      };
+      service_.context().pipeline.submit(std::move(job));
+    } catch (...) {
+      v1::ReconstructStreamResponse response;
+      set_status(to_status(std::current_exception()), response);
+      deliver(sequence, std::move(response));
+    }
+    std::lock_guard lock(mutex_);
+    if (responses_.outstanding() < kMaxInFlightPerStream) {
+      StartRead(&request_);
+    } else {
+      read_paused_ = true;
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock lock(mutex_);
+    if (!ok) client_gone_ = true;
+    write_next(lock, responses_.written());
+  }
+
+  void OnCancel() override {
+    std::lock_guard lock(mutex_);
+    client_gone_ = true;
+  }
+
+  void OnDone() override {
+    service_.record("ReconstructStream", final_status_);
+    delete this;
+  }
+
+ private:
+  static void set_status(const grpc::Status& status, v1::ReconstructStreamResponse& response) {
+    response.mutable_status()->set_code(status.error_code());
+    response.mutable_status()->set_message(status.error_message());
+  }
+
+  void deliver(uint64_t sequence, v1::ReconstructStreamResponse response) {
+    std::unique_lock lock(mutex_);
+    v1::ReconstructStreamResponse* next = responses_.deliver(sequence, std::move(response));
+    if (read_paused_ && responses_.outstanding() < kMaxInFlightPerStream && !reads_done_) {
+      read_paused_ = false;
+      StartRead(&request_);
+    }
+    write_next(lock, next);
+  }
+
+  // Starts the write of `next` (or drops it when the client is gone), then checks for the end.
+  void write_next(std::unique_lock<std::mutex>& lock, v1::ReconstructStreamResponse* next) {
+    while (next != nullptr && client_gone_) next = responses_.written();
+    if (next != nullptr) {
+      StartWrite(next);
+      return;
+    }
+    maybe_finish(lock);
+  }
+
+  void maybe_finish(std::unique_lock<std::mutex>&) {
+    if (finished_ || !responses_.idle()) return;
+    if (!reads_done_ && !client_gone_) return;
+    finished_ = true;
+    final_status_ = client_gone_ ? grpc::Status(grpc::StatusCode::CANCELLED, "client went away")
+                                 : grpc::Status::OK;
+    Finish(final_status_);
+  }
+
+  SvdService& service_;
+  grpc::CallbackServerContext* ctx_;
+  v1::ReconstructRequest request_;  // only touched by the read path: one read at a time
+
+  std::mutex mutex_;
+  OrderedResponses<v1::ReconstructStreamResponse> responses_;  // guarded by mutex_
+  bool reads_done_ = false;                                    // guarded by mutex_
+  bool read_paused_ = false;                                   // guarded by mutex_
+  bool client_gone_ = false;                                   // guarded by mutex_
+  bool finished_ = false;                                      // guarded by mutex_
+  grpc::Status final_status_;                                  // set once, before Finish
+};
+
+class ReconstructProgressiveReactor final
+    : public grpc::ServerWriteReactor<v1::ReconstructResponse> {
+ public:
+  ReconstructProgressiveReactor(SvdService& service, grpc::CallbackServerContext* ctx,
+                                const v1::ReconstructProgressiveRequest& request)
+      : service_(service) {
+    const std::set<uint32_t> ranks(request.ranks().begin(), request.ranks().end());
+    try {
+      if (ranks.empty()) throw InvalidArgument("ranks is empty; give one or more ranks");
+      // Validate every rank before starting any work, so a bad list fails as a whole.
+      std::vector<JobPtr> jobs;
+      for (uint32_t rank : ranks) {
+        v1::ReconstructRequest item;
+        item.set_id(request.id());
+        item.set_rank(rank);
+        item.set_format(request.format());
+        jobs.push_back(service_.make_reconstruct_job(ctx, item));
+      }
+      std::unique_lock lock(mutex_);
+      for (JobPtr& job : jobs) {
+        const uint64_t sequence = responses_.reserve();
+        job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
+          deliver(sequence, done, error);
+        };
+      }
+      lock.unlock();
+      for (JobPtr& job : jobs) service_.context().pipeline.submit(std::move(job));
+    } catch (...) {
+      std::unique_lock lock(mutex_);
+      finish_with(lock, to_status(std::current_exception()));
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock lock(mutex_);
+    if (!ok && error_.ok()) error_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+    write_next(lock, responses_.written());
+  }
+
+  void OnDone() override {
+    service_.record("ReconstructProgressive", error_);
+    delete this;
+  }
+
+ private:
+  void deliver(uint64_t sequence, Job& done, std::exception_ptr error) {
+    v1::ReconstructResponse response;
+    std::unique_lock lock(mutex_);
+    if (error && error_.ok()) error_ = to_status(error);
+    if (!error) fill_reconstruction(done, &response);
+    write_next(lock, responses_.deliver(sequence, std::move(response)));
+  }
+
+  // After the first error nothing more is written; the stream ends with that error.
+  void write_next(std::unique_lock<std::mutex>& lock, v1::ReconstructResponse* next) {
+    while (next != nullptr && !error_.ok()) next = responses_.written();
+    if (next != nullptr) {
+      StartWrite(next);
+      return;
+    }
+    if (responses_.idle()) finish_with(lock, error_);
+  }
+
+  void finish_with(std::unique_lock<std::mutex>&, const grpc::Status& status) {
+    if (finished_) return;
+    finished_ = true;
+    error_ = status;
+    Finish(status);
+  }
+
+  SvdService& service_;
+  std::mutex mutex_;
+  OrderedResponses<v1::ReconstructResponse> responses_;  // guarded by mutex_
+  grpc::Status error_;                                   // guarded by mutex_
+  bool finished_ = false;                                // guarded by mutex_
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::ReconstructRequest, v1::ReconstructStreamResponse>*
+SvdService::ReconstructStream(grpc::CallbackServerContext* ctx) {
+  return new ReconstructStreamReactor(*this, ctx);
+}
+
+grpc::ServerWriteReactor<v1::ReconstructResponse>* SvdService::ReconstructProgressive(
+    grpc::CallbackServerContext* ctx, const v1::ReconstructProgressiveRequest* request) {
+  return new ReconstructProgressiveReactor(*this, ctx, *request);
+}
+
+}  // namespace svdserve

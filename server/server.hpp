@@ -1,0 +1,56 @@
+#pragma once
+// Owns everything a running svdserve is made of, and starts and stops it in a fixed order:
+// start:    backend -> store -> pipeline -> gRPC server (health NOT_SERVING) -> SERVING
+// shutdown: health NOT_SERVING -> refuse new calls -> drain in-flight RPCs (bounded by
+//           drain_timeout_ms) -> stop the pipeline -> destroy in reverse order of creation.
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "kernels/backend.hpp"
+#include "server/factor_store.hpp"
+#include "server/pipeline.hpp"
+#include "server/service.hpp"
+#include "server/stats.hpp"
+#include "svdserve/v1/config.pb.h"
+
+namespace svdserve {
+
+class Server {
+ public:
+  // config must be complete (apply_defaults) and valid. Throws on a backend or port failure.
+  explicit Server(v1::ServerConfig config);
+  ~Server();  // shutdown()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The port actually bound (useful with port 0).
+  [[nodiscard]] int port() const noexcept { return port_; }
+  [[nodiscard]] const v1::ServerConfig& config() const noexcept { return config_; }
+
+  // Decomposes every image of a server-side folder through the service, as LoadDirectory would.
+  // Blocks until done; returns the number of images loaded.
+  uint32_t load_directory(const std::string& path);
+
+  // Marks the server SERVING in grpc.health.v1.
+  void set_serving(bool serving);
+
+  // Idempotent; safe to call from any thread but a gRPC callback.
+  void shutdown();
+
+ private:
+  v1::ServerConfig config_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<FactorStore> store_;
+  std::unique_ptr<Stats> stats_;
+  std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<SvdService> service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  int port_ = 0;
+  std::once_flag shutdown_once_;
+};
+
+}  // namespace svdserve

@@ -1,0 +1,118 @@
+#pragma once
+// The gRPC face of svdserve: callback (reactor) handlers that validate a request, hand a job to
+// the pipeline and return at once; the pipeline's completion finishes the RPC.
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "server/factor_store.hpp"
+#include "server/job.hpp"
+#include "server/pipeline.hpp"
+#include "server/stats.hpp"
+#include "svdserve/v1/config.pb.h"
+#include "svdserve/v1/svdserve.grpc.pb.h"
+
+namespace svdserve {
+
+// What every handler needs. Owned by the Server; outlives the service.
+struct ServiceContext {
+  const v1::ServerConfig& config;
+  Backend& backend;
+  FactorStore& store;
+  Pipeline& pipeline;
+  Stats& stats;
+  int64_t started_unix_ms = 0;
+};
+
+class SvdService final : public v1::SvdServe::CallbackService {
+ public:
+  explicit SvdService(ServiceContext context);
+  ~SvdService() override;  // joins LoadDirectory threads
+
+  // After this, new calls are answered UNAVAILABLE (the server is draining).
+  void stop_accepting() noexcept { draining_.store(true); }
+
+  grpc::ServerUnaryReactor* Decompose(grpc::CallbackServerContext* ctx,
+                                      const v1::DecomposeRequest* request,
+                                      v1::DecomposeResponse* response) override;
+  grpc::ServerUnaryReactor* Reconstruct(grpc::CallbackServerContext* ctx,
+                                        const v1::ReconstructRequest* request,
+                                        v1::ReconstructResponse* response) override;
+  grpc::ServerUnaryReactor* ReconstructBatch(grpc::CallbackServerContext* ctx,
+                                             const v1::ReconstructBatchRequest* request,
+                                             v1::ReconstructBatchResponse* response) override;
+  grpc::ServerBidiReactor<v1::ReconstructRequest, v1::ReconstructStreamResponse>*
+  ReconstructStream(grpc::CallbackServerContext* ctx) override;
+  grpc::ServerWriteReactor<v1::ReconstructResponse>* ReconstructProgressive(
+      grpc::CallbackServerContext* ctx, const v1::ReconstructProgressiveRequest* request) override;
+  grpc::ServerUnaryReactor* Compress(grpc::CallbackServerContext* ctx,
+                                     const v1::CompressRequest* request,
+                                     v1::CompressResponse* response) override;
+  grpc::ServerUnaryReactor* GetImage(grpc::CallbackServerContext* ctx,
+                                     const v1::GetImageRequest* request,
+                                     v1::GetImageResponse* response) override;
+  grpc::ServerUnaryReactor* ListImages(grpc::CallbackServerContext* ctx,
+                                       const v1::ListImagesRequest* request,
+                                       v1::ListImagesResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteImage(grpc::CallbackServerContext* ctx,
+                                        const v1::DeleteImageRequest* request,
+                                        v1::DeleteImageResponse* response) override;
+  grpc::ServerUnaryReactor* LoadDirectory(grpc::CallbackServerContext* ctx,
+                                          const v1::LoadDirectoryRequest* request,
+                                          v1::LoadDirectoryResponse* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
+                                          const v1::GetServerInfoRequest* request,
+                                          v1::GetServerInfoResponse* response) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* ctx,
+                                     const v1::GetStatsRequest* request,
+                                     v1::GetStatsResponse* response) override;
+  grpc::ServerUnaryReactor* StartProfiling(grpc::CallbackServerContext* ctx,
+                                           const v1::StartProfilingRequest* request,
+                                           v1::StartProfilingResponse* response) override;
+  grpc::ServerUnaryReactor* StopProfiling(grpc::CallbackServerContext* ctx,
+                                          const v1::StopProfilingRequest* request,
+                                          v1::StopProfilingResponse* response) override;
+
+  // Shared by the reactors in reconstruct_stream.cpp.
+  // A reconstruct job for one request item, with the factors looked up and the deadline and
+  // cancellation of ctx attached. Throws on a bad request (unknown id, bad rank, draining).
+  [[nodiscard]] JobPtr make_reconstruct_job(grpc::CallbackServerContext* ctx,
+                                            const v1::ReconstructRequest& request);
+  void record(const char* method, const grpc::Status& status) {
+    context_.stats.record_call(method, status.error_code());
+  }
+  [[nodiscard]] const ServiceContext& context() const noexcept { return context_; }
+
+ private:
+  // Finishes a unary RPC and counts it.
+  void finish(grpc::ServerUnaryReactor* reactor, const char* method, const grpc::Status& status);
+  void check_accepting() const;
+  [[nodiscard]] JobPtr make_job(grpc::CallbackServerContext* ctx, JobKind kind) const;
+  [[nodiscard]] std::string next_image_id();
+
+  ServiceContext context_;
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> next_id_{1};
+
+  struct DirectoryLoad {
+    std::atomic<bool> done{false};
+    std::jthread thread;
+  };
+  std::mutex directory_loads_mutex_;
+  std::vector<std::unique_ptr<DirectoryLoad>> directory_loads_;  // guarded by directory_loads_mutex_
+};
+
+// Response builders shared by unary and streaming handlers.
+void fill_shape(const ImageShape& shape, v1::Shape* out);
+void fill_timings(const Job& job, v1::StageTimings* out);
+void fill_reconstruction(Job& job, v1::ReconstructResponse* out);
+
+}  // namespace svdserve

@@ -1,0 +1,17 @@
+#pragma once
+// The one place where internal errors become gRPC statuses (the RPC boundary).
+
+#include <grpcpp/support/status.h>
+
+#include <exception>
+#include <string>
+
+namespace svdserve {
+
+// svdserve::Error -> its code; any other exception -> INTERNAL. The message is the exception's.
+[[nodiscard]] grpc::Status to_status(std::exception_ptr error);
+
+// "OK", "INVALID_ARGUMENT", ... as gRPC spells them.
+[[nodiscard]] std::string code_name(grpc::StatusCode code);
+
+}  // namespace svdserve
