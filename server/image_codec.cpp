@@ -23,7 +23,7 @@ void check_dimensions(uint32_t width, uint32_t height, uint32_t channels,
                           std::to_string(limits.max_width) + "x" +
                           std::to_string(limits.max_height) + " (max_image_width/height)");
   }
-  if (channels < 1 || channels > 4) {
+  if (channels != 1 && channels != 3 && channels != 4) {
     throw InvalidArgument("image has " + std::to_string(channels) +
                           " channels; 1 (grey), 3 (BGR) or 4 (BGRA) are supported");
   }

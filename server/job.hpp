@@ -31,7 +31,7 @@ enum class JobKind { decompose, reconstruct, compress };
 }
 
 // Exactly one is set: a rank, or a fraction of the energy to keep.
-struct RankChoice {
+struct RankSelection {
   uint32_t rank = 0;
   double energy_fraction = 0.0;
 };
@@ -53,7 +53,7 @@ struct Job {
   std::string source_path;
   std::string image_id;
   uint32_t max_rank = 0;  // decompose
-  RankChoice rank_choice;  // reconstruct, compress
+  RankSelection rank_choice;  // reconstruct, compress
   v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8;
 
   // Filled in on the way.

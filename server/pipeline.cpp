@@ -38,7 +38,7 @@ OutputPixels output_pixels(v1::OutputFormat format) {
 
 }  // namespace
 
-uint32_t resolve_rank(const RankChoice& choice, const Factors& factors) {
+uint32_t resolve_rank(const RankSelection& choice, const Factors& factors) {
   if (choice.energy_fraction != 0.0) {
     if (!(choice.energy_fraction > 0.0 && choice.energy_fraction <= 1.0)) {
       throw InvalidArgument("energy_fraction must be in (0, 1], got " +
@@ -90,6 +90,7 @@ void Pipeline::shutdown() {
 }
 
 void Pipeline::submit(JobPtr job) {
+  jobs_in_flight_.fetch_add(1);  // complete() takes it off again, whatever the outcome
   job->stage_entered = Clock::now();
   const bool needs_decode = job->kind != JobKind::reconstruct;
   auto& queue = needs_decode ? decode_queue_ : compute_queue_;
@@ -206,7 +207,7 @@ void Pipeline::run_compress(std::vector<Job*>& jobs) {
   const uint32_t full_rank = jobs.front()->image.shape.full_rank();
   std::vector<Job*> valid;
   for (Job* job : jobs) {
-    const RankChoice& choice = job->rank_choice;
+    const RankSelection& choice = job->rank_choice;
     if (choice.energy_fraction == 0.0 && choice.rank > full_rank) {
       complete(*job, std::make_exception_ptr(InvalidArgument(
                          "rank " + std::to_string(choice.rank) + " is above the image's full rank " +
@@ -291,6 +292,7 @@ void Pipeline::complete(Job& job, std::exception_ptr error) {
     // on_done only builds a response and finishes the RPC; an exception here is a bug.
     log().error("completion handler threw: {}", e.what());
   }
+  jobs_in_flight_.fetch_sub(1);
 }
 
 }  // namespace svdserve

@@ -10,10 +10,12 @@
 // Only admission can refuse a job (queue full: RESOURCE_EXHAUSTED, or shutting down:
 // UNAVAILABLE); later stages wait for room, so an admitted job is never dropped.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -53,6 +55,7 @@ class Pipeline {
 
   [[nodiscard]] std::size_t decode_queue_depth() const { return decode_queue_.size(); }
   [[nodiscard]] std::size_t compute_queue_depth() const { return compute_queue_.size(); }
+  [[nodiscard]] int64_t jobs_in_flight() const noexcept { return jobs_in_flight_.load(); }
 
  private:
   void loader_loop();
@@ -77,10 +80,11 @@ class Pipeline {
   std::unique_ptr<DynamicBatcher> batcher_;
   std::vector<std::jthread> workers_;
   std::once_flag shutdown_once_;
+  std::atomic<int64_t> jobs_in_flight_{0};
 };
 
 // Picks the rank for a request against the factors' spectrum; throws InvalidArgument when the
 // rank is 0, above the kept rank, or the energy fraction is outside (0, 1].
-[[nodiscard]] uint32_t resolve_rank(const RankChoice& choice, const Factors& factors);
+[[nodiscard]] uint32_t resolve_rank(const RankSelection& choice, const Factors& factors);
 
 }  // namespace svdserve

@@ -21,8 +21,8 @@ void check_image_id(const std::string& id) {
   }
 }
 
-RankChoice rank_choice_of(uint32_t rank, double energy_fraction, bool has_energy) {
-  RankChoice choice;
+RankSelection rank_choice_of(uint32_t rank, double energy_fraction, bool has_energy) {
+  RankSelection choice;
   if (has_energy) {
     if (!(energy_fraction > 0.0 && energy_fraction <= 1.0)) {
       throw InvalidArgument("energy_fraction must be in (0, 1], got " +
@@ -362,6 +362,7 @@ grpc::ServerUnaryReactor* SvdService::GetStats(grpc::CallbackServerContext* ctx,
   response->set_images_resident(context_.store.images_resident());
   response->set_bytes_resident(context_.store.bytes_resident());
   response->set_evictions(context_.store.evictions());
+  response->set_jobs_in_flight(static_cast<uint32_t>(context_.pipeline.jobs_in_flight()));
   finish(reactor, "GetStats", grpc::Status::OK);
   return reactor;
 }

@@ -1,0 +1,117 @@
+// The real binaries as a user runs them: svdserve started as a process, svdserve-cli commands
+// against it, and SIGTERM ending it cleanly.
+
+#include <gtest/gtest.h>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include <csignal>
+#include <filesystem>
+
+#include "process.hpp"
+#include "server_fixture.hpp"
+
+namespace svdserve::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class BinariesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = free_port();
+    server_ = std::make_unique<Process>(
+        SVDSERVE_SERVER_BINARY,
+        std::vector<std::string>{"--listen", address(), "--backend", "cpu", "--log-level", "info",
+                                 "--config", std::string(SVDSERVE_SOURCE_DIR) + "/config/svdserve.textproto"});
+    ClientOptions options;
+    options.wait_for_ready = true;
+    options.timeout = std::chrono::seconds(30);
+    Client client(address(), options);
+    auto health = client.health();
+    ASSERT_TRUE(health.ok()) << health.status().error_message();
+    ASSERT_EQ(*health, HealthStatus::serving);
+    output_ = fs::temp_directory_path() / ("svdserve-cli-test-" + std::to_string(port_));
+    fs::create_directories(output_);
+  }
+
+  void TearDown() override {
+    server_.reset();
+    fs::remove_all(output_);
+  }
+
+  [[nodiscard]] std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  ProcessResult cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--server", address()});
+    return run_process(SVDSERVE_CLI_BINARY, args);
+  }
+
+  int port_ = 0;
+  std::unique_ptr<Process> server_;
+  fs::path output_;
+};
+
+TEST_F(BinariesTest, CliDrivesTheServerAndSigtermDrainsIt) {
+  const std::string images = SVDSERVE_TEST_IMAGES;
+
+  auto health = cli({"health"});
+  EXPECT_EQ(health.exit_code, 0) << health.err;
+  EXPECT_NE(health.out.find("SERVING"), std::string::npos) << health.out;
+
+  auto decompose = cli({"decompose", images, "--max-rank", "32"});
+  ASSERT_EQ(decompose.exit_code, 0) << decompose.out << decompose.err;
+
+  const fs::path png = output_ / "baboon_k16.png";
+  auto reconstruct = cli({"reconstruct", "baboon.jpg", "--rank", "16", "-o", png.string()});
+  ASSERT_EQ(reconstruct.exit_code, 0) << reconstruct.err;
+  const cv::Mat written = cv::imread(png.string(), cv::IMREAD_UNCHANGED);
+  ASSERT_FALSE(written.empty());
+  EXPECT_EQ(written.cols, 512);
+  EXPECT_EQ(written.rows, 512);
+  EXPECT_EQ(written.channels(), 3);
+
+  const fs::path run_dir = output_ / "run";
+  auto run = cli({"run", images + "/fruits.jpg", "--rank", "4,16", "-o", run_dir.string()});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_TRUE(fs::exists(run_dir / "fruits_k4.png"));
+  EXPECT_TRUE(fs::exists(run_dir / "fruits_k16.png"));
+
+  auto missing = cli({"reconstruct", "no-such-image", "--rank", "1", "-o", (output_ / "x.png").string()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("NOT_FOUND"), std::string::npos) << missing.err;
+
+  for (const char* command : {"list", "stats", "server-info"}) {
+    auto answer = cli({command});
+    EXPECT_EQ(answer.exit_code, 0) << command << ": " << answer.err;
+  }
+
+  const fs::path json = output_ / "bench.json";
+  auto bench = cli({"bench", "--op", "reconstruct", "--image", images + "/pic1.png", "--rank", "8",
+                    "--concurrency", "2", "--count", "20", "--json", json.string()});
+  ASSERT_EQ(bench.exit_code, 0) << bench.out << bench.err;
+  const std::string report = read_file_bytes(json.string());
+  EXPECT_NE(report.find("images_per_second"), std::string::npos) << report;
+
+  server_->signal(SIGTERM);
+  const ProcessResult stopped = server_->wait(std::chrono::seconds(30));
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+  EXPECT_NE(stopped.err.find("shutdown: done"), std::string::npos) << stopped.err;
+}
+
+TEST(CliWithoutServerTest, UnreachableServerExitsWithCode3) {
+  const int port = free_port();
+  auto result = run_process(SVDSERVE_CLI_BINARY,
+                            {"--server", "127.0.0.1:" + std::to_string(port), "--timeout", "2", "list"});
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find("UNAVAILABLE"), std::string::npos) << result.err;
+}
+
+TEST(ServerBinaryTest, BadConfigIsRefusedWithExitCode2) {
+  auto result = run_process(SVDSERVE_SERVER_BINARY, {"--max-batch-size", "-3"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("max-batch-size"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace svdserve::testing

@@ -1,0 +1,198 @@
+// Deadlines, cancellation, back-pressure, eviction and graceful shutdown on a real server.
+// Slow work is a large random image: its CPU SVD takes long enough to hold the one worker.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <random>
+#include <thread>
+
+#include "server_fixture.hpp"
+
+namespace svdserve::testing {
+namespace {
+
+constexpr auto kConditionTimeout = std::chrono::seconds(60);
+
+v1::DecomposeRequest random_image(uint32_t size, std::string id, uint32_t max_rank) {
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> value(0, 255);
+  v1::DecomposeRequest request;
+  auto* raw = request.mutable_image()->mutable_raw();
+  raw->set_width(size);
+  raw->set_height(size);
+  raw->set_channels(1);
+  raw->set_type(v1::PIXEL_TYPE_U8);
+  std::string data(std::size_t{size} * size, '\0');
+  for (char& c : data) c = static_cast<char>(value(rng));
+  raw->set_data(std::move(data));
+  request.set_id(std::move(id));
+  request.set_max_rank(max_rank);
+  return request;
+}
+
+// Polls GetStats until pred holds (or the timeout passes); returns the last stats.
+template <typename Predicate>
+v1::GetStatsResponse wait_for_stats(const Client& client, Predicate pred) {
+  const auto give_up = std::chrono::steady_clock::now() + kConditionTimeout;
+  v1::GetStatsResponse stats;
+  while (std::chrono::steady_clock::now() < give_up) {
+    auto answer = client.stats();
+    if (answer.ok()) {
+      stats = *answer;
+      if (pred(stats)) return stats;
+    }
+    std::this_thread::yield();
+  }
+  ADD_FAILURE() << "condition on GetStats not reached in time";
+  return stats;
+}
+
+uint64_t compute_samples(const v1::GetStatsResponse& stats) {
+  for (const auto& latency : stats.latencies()) {
+    if (latency.stage() == "compute") return latency.samples();
+  }
+  return 0;
+}
+
+v1::ServerConfig one_worker_config() {
+  v1::ServerConfig config = test_config();
+  config.set_worker_threads(1);
+  config.set_loader_threads(1);
+  config.set_max_batch_size(1);
+  return config;
+}
+
+using LifecycleTest = ServerFixture;
+
+// A job whose deadline passes while it waits behind slow work fails DEADLINE_EXCEEDED (or
+// CANCELLED, as gRPC cancels expired calls) and never reaches the backend.
+TEST_F(LifecycleTest, ExpiredAndCancelledJobsNeverReachAWorker) {
+  start(one_worker_config());
+  std::future<CallResult<v1::DecomposeResponse>> slow =
+      std::async(std::launch::async, [&] { return client_->decompose(random_image(1400, "slow", 1400)); });
+  wait_for_stats(*client_, [](const auto& s) { return s.jobs_in_flight() == 1; });
+
+  // Deadline shorter than the slow job.
+  grpc::ClientContext expiring;
+  expiring.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  v1::ReconstructRequest request;
+  v1::DecomposeResponse ignored;
+  const grpc::Status expired =
+      client_->stub().Decompose(&expiring, random_image(64, "late", 8), &ignored);
+  EXPECT_EQ(expired.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+
+  // Cancelled by the client while queued.
+  grpc::ClientContext cancelling;
+  std::promise<grpc::Status> cancelled_status;
+  v1::DecomposeRequest small = random_image(64, "cancelled", 8);
+  client_->stub().async()->Decompose(&cancelling, &small, &ignored, [&](grpc::Status s) {
+    cancelled_status.set_value(std::move(s));
+  });
+  wait_for_stats(*client_, [](const auto& s) { return s.jobs_in_flight() >= 2; });
+  cancelling.TryCancel();
+  EXPECT_EQ(cancelled_status.get_future().get().error_code(), grpc::StatusCode::CANCELLED);
+
+  auto slow_result = slow.get();
+  ASSERT_TRUE(slow_result.ok()) << slow_result.status().error_message();
+  const auto stats = wait_for_stats(*client_, [](const auto& s) { return s.jobs_in_flight() == 0; });
+  EXPECT_EQ(compute_samples(stats), 1u) << "only the slow job may have been computed";
+  EXPECT_FALSE(client_->get_image("late").ok());
+  EXPECT_FALSE(client_->get_image("cancelled").ok());
+}
+
+TEST_F(LifecycleTest, FullQueuesAnswerResourceExhaustedAndLoseNothingAdmitted) {
+  v1::ServerConfig config = one_worker_config();
+  config.set_queue_capacity(1);
+  start(config);
+  constexpr int kRequests = 24;
+  std::vector<std::future<grpc::Status>> calls;
+  for (int i = 0; i < kRequests; ++i) {
+    calls.push_back(std::async(std::launch::async, [&, i] {
+      return client_->decompose(random_image(384, "img" + std::to_string(i), 384)).status();
+    }));
+  }
+  int ok = 0, exhausted = 0;
+  for (auto& call : calls) {
+    const grpc::Status status = call.get();
+    if (status.ok()) ++ok;
+    else if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++exhausted;
+    else ADD_FAILURE() << "unexpected status " << status.error_code() << " " << status.error_message();
+  }
+  EXPECT_GT(exhausted, 0);
+  EXPECT_GT(ok, 0);
+  auto listed = client_->list_images();
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->images_size(), ok) << "every accepted image must be resident";
+}
+
+TEST_F(LifecycleTest, LeastRecentlyUsedImageIsEvictedToFitTheBudget) {
+  v1::ServerConfig config = test_config();
+  // Room for two 512x512x3 rank-16 images (196,800 bytes each) but not three.
+  config.set_memory_budget_bytes(450'000);
+  start(config);
+  const std::string bytes = read_test_image("baboon.jpg");
+  ASSERT_TRUE(client_->decompose(bytes, 16, "first").ok());
+  ASSERT_TRUE(client_->decompose(bytes, 16, "second").ok());
+  ASSERT_TRUE(client_->reconstruct("first", Rank{1}).ok());  // "second" is now least recent
+  ASSERT_TRUE(client_->decompose(bytes, 16, "third").ok());
+
+  auto evicted = client_->get_image("second");
+  ASSERT_TRUE(evicted.ok());
+  EXPECT_EQ(evicted->info().state(), v1::IMAGE_STATE_EVICTED);
+  const grpc::Status gone = client_->reconstruct("second", Rank{1}).status();
+  EXPECT_EQ(gone.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(gone.error_message().find("evicted"), std::string::npos);
+  EXPECT_TRUE(client_->reconstruct("first", Rank{1}).ok());
+  EXPECT_TRUE(client_->reconstruct("third", Rank{1}).ok());
+
+  auto listed = client_->list_images(true);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->images_size(), 3);
+  EXPECT_LE(listed->bytes_resident(), 450'000u);
+  auto stats = client_->stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->evictions(), 1u);
+}
+
+TEST_F(LifecycleTest, RejectPolicyKeepsResidentImages) {
+  v1::ServerConfig config = test_config();
+  config.set_memory_budget_bytes(450'000);
+  config.set_full_store_policy(v1::FULL_STORE_POLICY_REJECT);
+  start(config);
+  const std::string bytes = read_test_image("baboon.jpg");
+  ASSERT_TRUE(client_->decompose(bytes, 16, "first").ok());
+  ASSERT_TRUE(client_->decompose(bytes, 16, "second").ok());
+  const grpc::Status full = client_->decompose(bytes, 16, "third").status();
+  EXPECT_EQ(full.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(full.error_message().find("budget"), std::string::npos);
+  EXPECT_TRUE(client_->reconstruct("first", Rank{1}).ok());
+  EXPECT_TRUE(client_->reconstruct("second", Rank{1}).ok());
+}
+
+// Shutdown finishes every admitted request, then the server is gone.
+TEST_F(LifecycleTest, GracefulShutdownDrainsInFlightWork) {
+  start(one_worker_config());
+  constexpr int kInFlight = 4;
+  std::vector<std::future<CallResult<v1::DecomposeResponse>>> calls;
+  for (int i = 0; i < kInFlight; ++i) {
+    calls.push_back(std::async(std::launch::async, [&, i] {
+      return client_->decompose(random_image(512, "drain" + std::to_string(i), 512));
+    }));
+  }
+  wait_for_stats(*client_, [](const auto& s) { return s.jobs_in_flight() == kInFlight; });
+  std::thread stopper([&] { server_->shutdown(); });
+  for (auto& call : calls) {
+    auto result = call.get();
+    EXPECT_TRUE(result.ok()) << result.status().error_message();
+  }
+  stopper.join();
+  ClientOptions options;
+  options.timeout = std::chrono::seconds(2);
+  Client after(target(), options);
+  EXPECT_EQ(after.health().status().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+}  // namespace
+}  // namespace svdserve::testing
