@@ -215,7 +215,7 @@ TEST_F(RpcTest, BatchAnswersEachItemWithItsOwnStatus) {
 TEST_F(RpcTest, StreamAnswersInRequestOrderAndSurvivesBadItems) {
   start();
   ASSERT_TRUE(client_->decompose(read_test_image("aero1.jpg"), 64, "aero").ok());
-  ASSERT_TRUE(client_->decompose(read_test_image("graf1.png"), 64, "graf").ok());
+  ASSERT_TRUE(client_->decompose(read_test_image("building.jpg"), 64, "graf").ok());
   std::vector<v1::ReconstructRequest> requests;
   for (int i = 0; i < 40; ++i) {
     v1::ReconstructRequest r;
@@ -244,7 +244,7 @@ TEST_F(RpcTest, StreamAnswersInRequestOrderAndSurvivesBadItems) {
 
 TEST_F(RpcTest, ProgressiveStreamsIncreasingRanksWithFallingError) {
   start();
-  ASSERT_TRUE(client_->decompose(read_test_image("starry_night.jpg"), 64, "starry").ok());
+  ASSERT_TRUE(client_->decompose(read_test_image("butterfly.jpg"), 64, "starry").ok());
   v1::ReconstructProgressiveRequest request;
   request.set_id("starry");
   for (uint32_t rank : {64u, 4u, 16u, 4u, 1u}) request.add_ranks(rank);
@@ -301,7 +301,7 @@ TEST_F(RpcTest, ServerInfoStatsAndHealthDescribeTheServer) {
   EXPECT_EQ(info->limits().max_rank(), 4096u);
   EXPECT_GT(info->memory_budget_bytes(), 0u);
 
-  ASSERT_TRUE(client_->decompose(read_test_image("chicky_512.png"), 16, "chick").ok());
+  ASSERT_TRUE(client_->decompose(read_test_image("gradient.png"), 16, "chick").ok());
   ASSERT_TRUE(client_->reconstruct("chick", Rank{8}).ok());
   EXPECT_FALSE(client_->reconstruct("chick", Rank{0}).ok());
   auto stats = client_->stats();

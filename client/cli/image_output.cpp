@@ -1,0 +1,79 @@
+#include "client/cli/image_output.hpp"
+
+#include <stdexcept>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include "client/cli/args.hpp"
+#include "client/image_files.hpp"
+
+namespace svdserve::cli {
+namespace {
+
+bool is_png(const std::filesystem::path& path) {
+  std::string extension = path.extension().string();
+  for (char& c : extension) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return extension == ".png";
+}
+
+std::uint64_t encode_u8(const std::filesystem::path& out, const v1::Shape& shape, const std::string& pixels) {
+  const std::uint64_t expected =
+      std::uint64_t{shape.width()} * shape.height() * shape.channels();
+  if (shape.channels() == 0 || shape.channels() > CV_CN_MAX || pixels.size() != expected) {
+    throw std::runtime_error("the server sent " + std::to_string(pixels.size()) + " bytes for a " +
+                             std::to_string(shape.width()) + "x" + std::to_string(shape.height()) + "x" +
+                             std::to_string(shape.channels()) + " u8 image");
+  }
+  // imwrite only reads the pixels; the cast is for cv::Mat's constructor.
+  const cv::Mat image(static_cast<int>(shape.height()), static_cast<int>(shape.width()),
+                      CV_8UC(static_cast<int>(shape.channels())),
+                      const_cast<char*>(pixels.data()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  bool written = false;
+  try {
+    written = cv::imwrite(out.string(), image);
+  } catch (const cv::Exception& error) {
+    throw std::runtime_error("cannot encode " + out.string() + ": " + error.what());
+  }
+  if (!written) throw std::runtime_error("cannot encode or write " + out.string());
+  std::error_code error;
+  const auto size = std::filesystem::file_size(out, error);
+  return error ? 0 : size;
+}
+
+}  // namespace
+
+v1::OutputFormat parse_output_format(std::string_view text) {
+  if (text == "png") return v1::OUTPUT_FORMAT_PNG;
+  if (text == "u8") return v1::OUTPUT_FORMAT_RAW_U8;
+  if (text == "f32") return v1::OUTPUT_FORMAT_RAW_F32;
+  throw UsageError("--format expects png, u8 or f32, got '" + std::string(text) + "'");
+}
+
+std::string_view output_format_name(v1::OutputFormat format) noexcept {
+  switch (format) {
+    case v1::OUTPUT_FORMAT_PNG: return "png";
+    case v1::OUTPUT_FORMAT_RAW_F32: return "f32";
+    default: return "u8";
+  }
+}
+
+v1::OutputFormat choose_output_format(const std::optional<std::string>& flag, const std::filesystem::path& out) {
+  if (flag) return parse_output_format(*flag);
+  return is_png(out) ? v1::OUTPUT_FORMAT_PNG : v1::OUTPUT_FORMAT_RAW_U8;
+}
+
+bool encodes_locally(v1::OutputFormat format, const std::filesystem::path& out) {
+  const bool u8 = format == v1::OUTPUT_FORMAT_RAW_U8 || format == v1::OUTPUT_FORMAT_UNSPECIFIED;
+  return u8 && has_image_extension(out);
+}
+
+std::uint64_t write_output_image(const std::filesystem::path& out, v1::OutputFormat format,
+                                 const v1::Shape& shape, const std::string& pixels) {
+  if (encodes_locally(format, out)) return encode_u8(out, shape, pixels);
+  write_file_bytes(out, pixels);
+  return pixels.size();
+}
+
+}  // namespace svdserve::cli

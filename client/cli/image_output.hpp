@@ -1,0 +1,33 @@
+#pragma once
+// Writing a reconstruction to a file: PNG as the server encoded it, raw u8/f32 bytes, or u8
+// pixels encoded here by OpenCV when the file name asks for an image format.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "client/cli/args.hpp"  // UsageError
+#include "svdserve/v1/svdserve.pb.h"
+
+namespace svdserve::cli {
+
+// "png", "u8", "f32" -> the proto's format. Throws UsageError for anything else.
+[[nodiscard]] v1::OutputFormat parse_output_format(std::string_view text);
+[[nodiscard]] std::string_view output_format_name(v1::OutputFormat format) noexcept;
+
+// The format to ask the server for: the --format flag when given; else PNG for a .png file, u8
+// for any other image extension (encoded locally) and for everything else (raw bytes).
+[[nodiscard]] v1::OutputFormat choose_output_format(const std::optional<std::string>& flag,
+                                                    const std::filesystem::path& out);
+
+// True when u8 pixels headed for out should be encoded here: the format is u8 and out has an
+// image extension.
+[[nodiscard]] bool encodes_locally(v1::OutputFormat format, const std::filesystem::path& out);
+
+// Writes the pixels to out as described above; returns the bytes written. Throws
+// std::runtime_error when the pixels do not match the shape or the file cannot be written.
+std::uint64_t write_output_image(const std::filesystem::path& out, v1::OutputFormat format,
+                                 const v1::Shape& shape, const std::string& pixels);
+
+}  // namespace svdserve::cli
