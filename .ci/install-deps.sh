@@ -3,15 +3,29 @@
 # One list, used by the README's commands, by CI and by docker/Dockerfile.
 set -euo pipefail
 
-packages=(
-  build-essential cmake pkg-config git ca-certificates zstd
-  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+# What the server and client link against (their -dev packages pull in the shared libraries;
+# names of the bare library packages differ between Debian 12 and Ubuntu 24.04, these do not).
+libraries=(
+  libgrpc++-dev libgrpc-dev libprotobuf-dev
   libopencv-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev
   liblapacke-dev libopenblas-dev
+  prometheus-cpp-dev
+)
+# Only needed to build and test.
+build_tools=(
+  build-essential cmake pkg-config git ca-certificates zstd
+  protobuf-compiler-grpc protobuf-compiler
+  libgtest-dev libgmock-dev
   # Codecs the static OpenCV of the portable build links against.
   libpng-dev libjpeg-dev libwebp-dev libtiff-dev zlib1g-dev liblzma-dev libjbig-dev libdeflate-dev libzstd-dev
 )
+
+# --runtime: the libraries only (the Docker runtime image).
+if [ "${1:-}" = "--runtime" ]; then
+  packages=(ca-certificates "${libraries[@]}")
+else
+  packages=("${libraries[@]}" "${build_tools[@]}")
+fi
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi

@@ -3,15 +3,19 @@
 find_package(Threads REQUIRED)
 
 if(SVDSERVE_PORTABLE)
-  # Debian ships static archives of gRPC, protobuf and abseil beside the shared ones; prefer them.
-  set(CMAKE_FIND_LIBRARY_SUFFIXES .a ${CMAKE_FIND_LIBRARY_SUFFIXES})
-  set(Protobuf_USE_STATIC_LIBS ON)
+  # Static archives and runtimes, for binaries that run where these packages are not installed.
+  include(${CMAKE_CURRENT_LIST_DIR}/Portable.cmake)
 endif()
 
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
-find_package(spdlog REQUIRED)
+if(SVDSERVE_PORTABLE)
+  svdserve_portable_header_only_spdlog()
+else()
+  find_package(spdlog REQUIRED)
+endif()
+find_package(prometheus-cpp CONFIG REQUIRED)
 
 # LAPACK and BLAS for the CPU backend: OpenBLAS is both, multithreaded and far faster than the
 # reference implementation (measured in docs/PERFORMANCE.md).
@@ -23,6 +27,10 @@ find_path(LAPACKE_INCLUDE_DIR lapacke.h PATH_SUFFIXES openblas REQUIRED)
 find_library(LAPACKE_LIBRARY lapacke REQUIRED)
 find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openblas-pthread openblas REQUIRED)
 
+if(SVDSERVE_PORTABLE)
+  svdserve_portable_link_statically()
+endif()
+
 # CUDA: optional. NVTX3 is header-only and comes with the toolkit.
 if(NOT SVDSERVE_CUDA STREQUAL "OFF")
   include(CheckLanguage)
@@ -32,6 +40,12 @@ if(NOT SVDSERVE_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # CMake 3.25 (Debian 12) knows no C++20 flag for nvcc (3.26 does); teach it, so that
+    # CUDA_STANDARD 20 works there too.
+    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     find_package(CUDAToolkit REQUIRED)
     set(SVDSERVE_WITH_CUDA ON)
   elseif(SVDSERVE_CUDA STREQUAL "ON")

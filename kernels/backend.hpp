@@ -22,12 +22,21 @@ struct ReconstructItem {
   std::span<std::byte> output;       // shape.values() * bytes_per_value(pixels), HWC interleaved.
 };
 
+// Device-side numbers for /metrics; the CPU backend has none.
+struct BackendMetrics {
+  std::size_t device_memory_used_bytes = 0;   // factor pool
+  std::size_t device_memory_total_bytes = 0;
+  std::vector<double> stream_busy_seconds;    // per stream, since start
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
 
   [[nodiscard]] virtual std::string name() const = 0;                // "cpu" or "gpu"
   [[nodiscard]] virtual std::string device_description() const = 0;  // for GetServerInfo
+  // Factor-store budget when the config gives none.
+  [[nodiscard]] virtual std::size_t default_memory_budget_bytes() const { return std::size_t{1} << 30; }
 
   // Truncated SVD of each image (all of one shape), keeping min(max_rank, full rank) triplets.
   // Throws svdserve::Error: ResourceExhausted when the factors do not fit, InternalError when a
@@ -37,6 +46,8 @@ class Backend {
 
   // Writes U_k diag(S_k) Vt_k for each item (all of one shape, each with its own rank).
   virtual void reconstruct(std::span<const ReconstructItem> items) = 0;
+
+  [[nodiscard]] virtual BackendMetrics metrics() const { return {}; }
 
   // Nsight Systems capture windows. The CPU backend throws FailedPrecondition.
   virtual void start_profiling() = 0;

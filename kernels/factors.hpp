@@ -14,8 +14,14 @@ namespace svdserve {
 
 class Factors {
  public:
-  Factors(ImageShape shape, uint32_t rank_kept, std::vector<std::vector<float>> singular_values)
-      : shape_(shape), rank_kept_(rank_kept), singular_values_(std::move(singular_values)) {}
+  // energy: ||A||_F^2 over all channels of the image that was decomposed, so errors and energy
+  // fractions stay exact when only rank_kept < full rank triplets are kept.
+  Factors(ImageShape shape, uint32_t rank_kept, std::vector<std::vector<float>> singular_values,
+          double energy)
+      : shape_(shape),
+        rank_kept_(rank_kept),
+        singular_values_(std::move(singular_values)),
+        energy_(energy) {}
   virtual ~Factors() = default;
   Factors(const Factors&) = delete;
   Factors& operator=(const Factors&) = delete;
@@ -29,6 +35,7 @@ class Factors {
   [[nodiscard]] const std::vector<std::vector<float>>& all_singular_values() const noexcept {
     return singular_values_;
   }
+  [[nodiscard]] double energy() const noexcept { return energy_; }
   // Bytes this image holds in the backend's memory (U, S, Vt for every channel).
   [[nodiscard]] virtual std::size_t bytes_resident() const noexcept = 0;
 
@@ -36,6 +43,7 @@ class Factors {
   ImageShape shape_;
   uint32_t rank_kept_;
   std::vector<std::vector<float>> singular_values_;
+  double energy_;
 };
 
 // Bytes of fp32 factors U (h x r), S (r), Vt (r x w) for every channel.

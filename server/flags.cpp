@@ -1,7 +1,9 @@
 #include "server/flags.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "kernels/errors.hpp"
@@ -9,11 +11,14 @@
 namespace svdserve {
 namespace {
 
-uint64_t parse_number(const std::string& flag, const std::string& value) {
+// Refuses values above max rather than letting a narrowing cast wrap them around.
+uint64_t parse_number(const std::string& flag, const std::string& value,
+                      uint64_t max = std::numeric_limits<uint32_t>::max()) {
   uint64_t parsed = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-  if (error != std::errc() || end != value.data() + value.size()) {
-    throw InvalidArgument("--" + flag + " needs a non-negative integer, got '" + value + "'");
+  if (error != std::errc() || end != value.data() + value.size() || parsed > max) {
+    throw InvalidArgument("--" + flag + " needs a non-negative integer (at most " +
+                          std::to_string(max) + "), got '" + value + "'");
   }
   return parsed;
 }
@@ -35,7 +40,7 @@ const std::map<std::string, Setter>& setters() {
       {"max-batch-size", [](auto& c, auto& f, auto& v) { c.set_max_batch_size(static_cast<uint32_t>(parse_number(f, v))); }},
       {"max-queue-delay-us", [](auto& c, auto& f, auto& v) { c.set_max_queue_delay_us(static_cast<uint32_t>(parse_number(f, v))); }},
       {"queue-capacity", [](auto& c, auto& f, auto& v) { c.set_queue_capacity(static_cast<uint32_t>(parse_number(f, v))); }},
-      {"memory-budget-mib", [](auto& c, auto& f, auto& v) { c.set_memory_budget_bytes(parse_number(f, v) << 20); }},
+      {"memory-budget-mib", [](auto& c, auto& f, auto& v) { c.set_memory_budget_bytes(parse_number(f, v, std::numeric_limits<uint64_t>::max() >> 20) << 20); }},
       {"log-level", [](auto& c, auto&, auto& v) { c.set_log_level(v); }},
       {"metrics-port", [](auto& c, auto& f, auto& v) { c.set_metrics_port(static_cast<uint32_t>(parse_number(f, v))); }},
       {"gpu-streams", [](auto& c, auto& f, auto& v) { c.set_gpu_streams(static_cast<uint32_t>(parse_number(f, v))); }},

@@ -46,6 +46,15 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
       config_.evicted_history());
   stats_ = std::make_unique<Stats>();
   pipeline_ = std::make_unique<Pipeline>(pipeline_options(config_), *backend_, *store_, *stats_);
+  if (config_.metrics_port() != 0) {
+    metrics_ = std::make_unique<Metrics>(static_cast<int>(config_.metrics_port()), [this] {
+      return LiveValues{pipeline_->decode_queue_depth(), pipeline_->compute_queue_depth(),
+                        pipeline_->jobs_in_flight(),      store_->images_resident(),
+                        store_->bytes_resident(),         store_->budget_bytes(),
+                        store_->evictions(),              backend_->metrics()};
+    });
+    stats_->attach(metrics_.get());
+  }
   service_ = std::make_unique<SvdService>(
       ServiceContext{config_, *backend_, *store_, *pipeline_, *stats_, now_unix_ms()});
 
@@ -62,9 +71,9 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                       " (address in use or not available?)");
   }
   set_serving(false);  // until startup work (e.g. --load-dir) is done
-  log().info("listening address={} port={} backend={} device=\"{}\" budget_bytes={} workers={} "
+  log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} workers={} "
              "loaders={} max_batch_size={} max_queue_delay_us={}",
-             config_.listen_address(), port_, backend_->name(), backend_->device_description(),
+             config_.listen_address(), port_, metrics_port(), backend_->name(), backend_->device_description(),
              budget, config_.worker_threads(), config_.loader_threads(), config_.max_batch_size(),
              config_.max_queue_delay_us());
 }

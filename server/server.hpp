@@ -12,6 +12,7 @@
 
 #include "kernels/backend.hpp"
 #include "server/factor_store.hpp"
+#include "server/metrics.hpp"
 #include "server/pipeline.hpp"
 #include "server/service.hpp"
 #include "server/stats.hpp"
@@ -30,6 +31,8 @@ class Server {
   // The port actually bound (useful with port 0).
   [[nodiscard]] int port() const noexcept { return port_; }
   [[nodiscard]] const v1::ServerConfig& config() const noexcept { return config_; }
+  // The /metrics port, 0 when metrics are off.
+  [[nodiscard]] int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
   // Decomposes every image of a server-side folder through the service, as LoadDirectory would.
   // Blocks until done; returns the number of images loaded.
@@ -47,6 +50,7 @@ class Server {
   std::unique_ptr<FactorStore> store_;
   std::unique_ptr<Stats> stats_;
   std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<SvdService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;

@@ -31,11 +31,13 @@ void Stats::Samples::add(double value) {
 Stats::Stats() : started_(Clock::now()) { second_of_bucket_.fill(-1); }
 
 void Stats::record_call(const std::string& method, grpc::StatusCode code) {
+  if (metrics_ != nullptr) metrics_->record_call(method, code);
   std::lock_guard lock(mutex_);
   ++calls_[method][code];
 }
 
 void Stats::record_job(const StageTimes& times, double total_us) {
+  if (metrics_ != nullptr) metrics_->record_job(times, total_us);
   const int64_t second = seconds_since(started_);
   std::lock_guard lock(mutex_);
   stages_["queue"].add(times.queue_us);
@@ -52,6 +54,7 @@ void Stats::record_job(const StageTimes& times, double total_us) {
 }
 
 void Stats::record_batch(std::size_t size) {
+  if (metrics_ != nullptr) metrics_->record_batch(size);
   std::lock_guard lock(mutex_);
   ++batches_;
   batched_jobs_ += size;

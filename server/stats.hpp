@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/job.hpp"
+#include "server/metrics.hpp"
 #include "svdserve/v1/svdserve.pb.h"
 
 namespace svdserve {
@@ -25,6 +26,9 @@ class Stats {
   // One finished image job (any outcome that reached a worker).
   void record_job(const StageTimes& times, double total_us);
   void record_batch(std::size_t size);
+
+  // Every record_* is forwarded to /metrics too. Call before any traffic.
+  void attach(Metrics* metrics) noexcept { metrics_ = metrics; }
 
   // Fills methods, latencies, images_per_second, batches, mean_batch_size and uptime_s.
   void fill(v1::GetStatsResponse& out) const;
@@ -40,6 +44,7 @@ class Stats {
   };
 
   const Clock::time_point started_;
+  Metrics* metrics_ = nullptr;
   mutable std::mutex mutex_;
   std::map<std::string, std::map<grpc::StatusCode, uint64_t>> calls_;  // guarded by mutex_
   std::map<std::string, Samples> stages_;                              // guarded by mutex_

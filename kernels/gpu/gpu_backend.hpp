@@ -1,0 +1,27 @@
+#pragma once
+// The CUDA backend: factors resident in device memory, cuSOLVER for the SVD, the fused kernel
+// (or cuBLAS) for reconstruction, a pool of streams so that batches from different worker
+// threads overlap (copies in both directions and compute). Public header: no nvcc needed.
+
+#include <cstddef>
+#include <memory>
+
+#include "kernels/backend.hpp"
+#include "kernels/gpu/gpu_svd.hpp"
+
+namespace svdserve::gpu {
+
+struct GpuBackendOptions {
+  int device = 0;
+  unsigned streams = 4;
+  // Factor memory: budget_bytes, or memory_fraction of the device memory free at start.
+  std::size_t budget_bytes = 0;
+  double memory_fraction = 0.8;
+  SvdMethod svd_method = SvdMethod::gesvda_batched;
+  bool reconstruct_with_cublas = false;  // the fallback path instead of the fused kernel
+};
+
+// Throws FailedPrecondition when no usable device is present.
+[[nodiscard]] std::unique_ptr<Backend> make_gpu_backend(const GpuBackendOptions& options);
+
+}  // namespace svdserve::gpu

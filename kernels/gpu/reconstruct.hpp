@@ -1,0 +1,42 @@
+#pragma once
+// Rank-k reconstruction on the GPU from resident factors, for a batch of same-shaped images,
+// each with its own rank. Two paths with the same inputs and outputs:
+//  - fused: one kernel computes US_k * V_k^T tile by tile and writes rounded, clamped u8 (or f32)
+//    straight into the interleaved (HWC) output: no intermediate f32 image in device memory;
+//  - cuBLAS: one SGEMM per channel into a planar f32 scratch, then a quantise/interleave kernel.
+//    The fallback, and the oracle the fused kernel is tested against.
+// This header compiles without nvcc.
+
+#include <cublas_v2.h>
+
+#include <cstdint>
+#include <span>
+
+#include "kernels/gpu/cuda_resources.hpp"
+#include "kernels/image.hpp"
+
+namespace svdserve::gpu {
+
+// Device layout of one image's factors (GpuFactors): for each channel c,
+//   US_c = U_c * diag(S_c): column-major height x rank_kept, at us + c * height * rank_kept
+//   V_c:                    column-major width  x rank_kept, at v  + c * width  * rank_kept
+// so that channel c of the image is A_c = US_c V_c^T (row i, column j of the image).
+struct ReconstructTask {
+  const float* us = nullptr;
+  const float* v = nullptr;
+  uint32_t rank = 0;       // terms used: 1..rank_kept
+  uint32_t rank_kept = 0;  // leading dimension in rank units
+  void* out = nullptr;     // device; shape.values() u8 or f32, row-major, channels interleaved
+};
+
+// tasks_device: `count` ReconstructTask in device memory. max_rank: the largest task rank.
+void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
+                              const ImageShape& shape, OutputPixels pixels, uint32_t max_rank,
+                              StreamView stream);
+
+// tasks: host copies. scratch: device floats, at least shape.values() (reused task by task).
+void reconstruct_with_cublas(cublasHandle_t cublas, std::span<const ReconstructTask> tasks,
+                             const ImageShape& shape, OutputPixels pixels, float* scratch,
+                             StreamView stream);
+
+}  // namespace svdserve::gpu

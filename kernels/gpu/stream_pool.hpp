@@ -1,0 +1,66 @@
+#pragma once
+// A fixed set of streams, each with everything one batch needs: its own cuBLAS and cuSOLVER
+// handles bound to it, solver workspaces, device buffers and pinned staging buffers. A worker
+// leases a whole context for one batch, so batches on different contexts overlap on the GPU.
+// Buffers grow on first use of a larger shape and are then reused: no allocation per request.
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kernels/gpu/cuda_resources.hpp"
+#include "kernels/gpu/gpu_svd.hpp"
+
+namespace svdserve::gpu {
+
+struct StreamContext {
+  explicit StreamContext(int index);
+
+  int index;
+  Stream stream;
+  CublasHandle cublas;
+  CusolverHandle cusolver;
+  GpuSvdSolver solver;
+  PinnedBuffer staging_in;
+  PinnedBuffer staging_out;
+  DeviceBuffer input;       // decompose: image planes; reconstruct: task table
+  DeviceBuffer transposed;  // tall images, transposed for the solver
+  DeviceBuffer u;
+  DeviceBuffer s;
+  DeviceBuffer v;
+  DeviceBuffer output;      // reconstruct: pixels of the whole batch
+  DeviceBuffer scratch;     // cuBLAS path: one f32 image
+};
+
+class StreamPool {
+ public:
+  class Lease {
+   public:
+    Lease(StreamPool& pool, StreamContext& context) : pool_(pool), context_(&context) {}
+    ~Lease() { pool_.give_back(*context_); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    StreamContext* operator->() const noexcept { return context_; }
+    StreamContext& operator*() const noexcept { return *context_; }
+
+   private:
+    StreamPool& pool_;
+    StreamContext* context_;
+  };
+
+  explicit StreamPool(unsigned size);
+  // Waits until a context is free.
+  [[nodiscard]] Lease acquire();
+  [[nodiscard]] std::size_t size() const noexcept { return contexts_.size(); }
+
+ private:
+  void give_back(StreamContext& context);
+
+  std::vector<std::unique_ptr<StreamContext>> contexts_;
+  std::mutex mutex_;
+  std::condition_variable available_;
+  std::vector<StreamContext*> free_;  // guarded by mutex_
+};
+
+}  // namespace svdserve::gpu

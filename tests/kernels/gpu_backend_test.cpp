@@ -1,0 +1,237 @@
+// The GPU backend against a float64 LAPACK reference and against the CPU backend, on random and
+// real images, for both SVD methods. Skips (GTEST_SKIP) when no CUDA device is present; on the
+// GPU machine none may skip.
+//
+// Tolerances (fp32 factors):
+//  - singular values: |s_gpu - s_ref| <= 1e-4 * s_max
+//  - rank-k approximation error <= 1.001 x the optimal error (Eckart-Young), when that error is
+//    above 1e-4 of ||A|| (below, fp32 roundoff dominates: then <= 2e-5 * ||A|| absolute)
+//  - u8 output: within one grey level of the CPU backend everywhere, and identical on >= 99%.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "kernels/backend.hpp"
+#include "kernels/errors.hpp"
+#include "kernels/gpu/cuda_resources.hpp"
+#include "kernels/gpu/gpu_backend.hpp"
+#include "reference_svd.hpp"
+#include "test_images.hpp"
+
+namespace svdserve::test {
+namespace {
+
+struct Case {
+  std::string name;
+  ImageShape shape;
+  std::string real_image;  // empty: random pixels
+  gpu::SvdMethod method;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return info.param.name + (info.param.method == gpu::SvdMethod::gesvdj ? "_gesvdj" : "_gesvda");
+}
+
+ImageF32 make_image(const Case& c, uint64_t seed) {
+  if (c.real_image.empty()) return random_image(c.shape, seed);
+  return image_from_mat(read_test_image(c.real_image, -1 /* IMREAD_UNCHANGED */));
+}
+
+std::vector<float> reconstruct_f32(Backend& backend, const Factors& factors, uint32_t rank) {
+  std::vector<float> out(factors.shape().values(), std::nanf(""));
+  ReconstructItem item{&factors, rank, OutputPixels::f32, std::as_writable_bytes(std::span(out))};
+  backend.reconstruct(std::span(&item, 1));
+  return out;
+}
+
+std::vector<uint8_t> reconstruct_u8(Backend& backend, const Factors& factors, uint32_t rank) {
+  std::vector<uint8_t> out(factors.shape().values(), 0xAB);
+  ReconstructItem item{&factors, rank, OutputPixels::u8, std::as_writable_bytes(std::span(out))};
+  backend.reconstruct(std::span(&item, 1));
+  return out;
+}
+
+// Channel c of an interleaved output as a plane of doubles.
+std::vector<double> channel_of(const std::vector<float>& interleaved, const ImageShape& shape,
+                               uint32_t c) {
+  std::vector<double> plane(shape.pixels_per_channel());
+  for (std::size_t p = 0; p < plane.size(); ++p) plane[p] = interleaved[p * shape.channels + c];
+  return plane;
+}
+
+class GpuBackendTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    if (!gpu::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+    gpu::GpuBackendOptions options;
+    options.streams = 2;
+    options.budget_bytes = std::size_t{1} << 30;
+    options.svd_method = GetParam().method;
+    gpu_ = gpu::make_gpu_backend(options);
+    cpu_ = make_cpu_backend(2);
+  }
+
+  std::unique_ptr<Backend> gpu_;
+  std::unique_ptr<Backend> cpu_;
+};
+
+TEST_P(GpuBackendTest, MatchesFloat64ReferenceAndCpuBackend) {
+  const Case& c = GetParam();
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  // A batch of three images of one shape: the same image flipped/shifted gives distinct inputs.
+  std::vector<ImageF32> images;
+  for (int i = 0; i < 3; ++i) {
+    ImageF32 image = make_image(c, seed + i);
+    if (!c.real_image.empty() && i > 0) {
+      for (float& v : image.planes) v = 255.0f - v * (i == 1 ? 1.0f : 0.5f);
+    }
+    images.push_back(std::move(image));
+  }
+  const ImageShape shape = images[0].shape;
+  const uint32_t full = shape.full_rank();
+  std::vector<const ImageF32*> pointers;
+  for (const auto& image : images) pointers.push_back(&image);
+
+  for (uint32_t max_rank : {std::min(16u, full), full}) {
+    SCOPED_TRACE("max_rank " + std::to_string(max_rank));
+    auto gpu_factors = gpu_->decompose(pointers, max_rank);
+    auto cpu_factors = cpu_->decompose(pointers, max_rank);
+    ASSERT_EQ(gpu_factors.size(), images.size());
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      const Factors& g = *gpu_factors[i];
+      ASSERT_EQ(g.rank_kept(), max_rank);
+      std::vector<ReferenceSvd> reference;
+      for (uint32_t ch = 0; ch < shape.channels; ++ch) {
+        reference.push_back(reference_svd(images[i].plane(ch), shape.height, shape.width));
+        const auto s = g.singular_values(ch);
+        const double s_max = reference[ch].singular_values[0];
+        for (uint32_t k = 0; k < max_rank; ++k) {
+          ASSERT_NEAR(s[k], reference[ch].singular_values[k], 1e-4 * s_max + 1e-6)
+              << "image " << i << " channel " << ch << " k " << k;
+        }
+      }
+      for (uint32_t rank : {1u, std::min(5u, max_rank), max_rank}) {
+        SCOPED_TRACE("rank " + std::to_string(rank));
+        const std::vector<float> out = reconstruct_f32(*gpu_, g, rank);
+        double error2 = 0, optimal2 = 0, norm2 = 0;
+        for (uint32_t ch = 0; ch < shape.channels; ++ch) {
+          const std::vector<double> plane = channel_of(out, shape, ch);
+          std::vector<double> original(images[i].plane(ch).begin(), images[i].plane(ch).end());
+          const double e = frobenius_distance(original, plane);
+          error2 += e * e;
+          const double o = optimal_error(reference[ch], rank);
+          optimal2 += o * o;
+          const double n = frobenius_norm(original);
+          norm2 += n * n;
+        }
+        const double error = std::sqrt(error2), optimal = std::sqrt(optimal2), norm = std::sqrt(norm2);
+        if (optimal > 1e-4 * norm) {
+          EXPECT_LE(error / optimal, 1.001) << "error " << error << " optimal " << optimal;
+        } else {
+          EXPECT_LE(error, 2e-5 * norm + optimal);
+        }
+        // Against the CPU backend, in u8.
+        const auto gpu_u8 = reconstruct_u8(*gpu_, g, rank);
+        const auto cpu_u8 = reconstruct_u8(*cpu_, *cpu_factors[i], rank);
+        std::size_t differing = 0;
+        for (std::size_t p = 0; p < gpu_u8.size(); ++p) {
+          const int d = std::abs(int{gpu_u8[p]} - int{cpu_u8[p]});
+          ASSERT_LE(d, 1) << "pixel value " << p;
+          differing += d != 0;
+        }
+        EXPECT_LE(static_cast<double>(differing) / gpu_u8.size(), 0.01);
+      }
+    }
+  }
+}
+
+const std::vector<Case> kCases = {
+    {"square_grey_256", {256, 256, 1}, "", gpu::SvdMethod::gesvda_batched},
+    {"wide_colour_300x97", {300, 97, 3}, "", gpu::SvdMethod::gesvda_batched},
+    {"tall_grey_97x300", {97, 300, 1}, "", gpu::SvdMethod::gesvda_batched},
+    {"tiny_7x5", {7, 5, 1}, "", gpu::SvdMethod::gesvda_batched},
+    {"real_baboon", {}, "baboon.jpg", gpu::SvdMethod::gesvda_batched},
+    {"real_fruits", {}, "fruits.jpg", gpu::SvdMethod::gesvda_batched},
+    {"real_rgba_gradient", {}, "gradient.png", gpu::SvdMethod::gesvda_batched},
+    {"square_grey_256", {256, 256, 1}, "", gpu::SvdMethod::gesvdj},
+    {"tall_grey_97x300", {97, 300, 1}, "", gpu::SvdMethod::gesvdj},
+    {"real_home", {}, "home.jpg", gpu::SvdMethod::gesvdj},
+};
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuBackendTest, ::testing::ValuesIn(kCases), case_name);
+
+class GpuBackendBehaviourTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!gpu::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_F(GpuBackendBehaviourTest, CublasPathMatchesFusedKernel) {
+  gpu::GpuBackendOptions fused_options, cublas_options;
+  cublas_options.reconstruct_with_cublas = true;
+  auto fused = gpu::make_gpu_backend(fused_options);
+  auto cublas = gpu::make_gpu_backend(cublas_options);
+  const ImageF32 image = image_from_mat(read_test_image("messi5.jpg", -1));
+  const ImageF32* pointer = &image;
+  auto a = fused->decompose(std::span(&pointer, 1), 64);
+  auto b = cublas->decompose(std::span(&pointer, 1), 64);
+  for (uint32_t rank : {1u, 17u, 64u}) {
+    const auto x = reconstruct_u8(*fused, *a[0], rank);
+    const auto y = reconstruct_u8(*cublas, *b[0], rank);
+    std::size_t differing = 0;
+    for (std::size_t p = 0; p < x.size(); ++p) {
+      ASSERT_LE(std::abs(int{x[p]} - int{y[p]}), 1);
+      differing += x[p] != y[p];
+    }
+    EXPECT_LE(static_cast<double>(differing) / x.size(), 0.01);
+  }
+}
+
+TEST_F(GpuBackendBehaviourTest, FactorMemoryBeyondTheLimitIsResourceExhausted) {
+  gpu::GpuBackendOptions options;
+  options.budget_bytes = 100'000;  // less than one 256x256 rank-64 image (131 kB)
+  auto backend = gpu::make_gpu_backend(options);
+  const ImageF32 image = random_image({256, 256, 1}, run_seed());
+  const ImageF32* pointer = &image;
+  EXPECT_THROW((void)backend->decompose(std::span(&pointer, 1), 64), ResourceExhausted);
+  // The backend keeps working for what fits.
+  EXPECT_EQ(backend->decompose(std::span(&pointer, 1), 8).at(0)->rank_kept(), 8u);
+}
+
+TEST_F(GpuBackendBehaviourTest, ConcurrentCallersOnAllStreamsAgree) {
+  gpu::GpuBackendOptions options;
+  options.streams = 3;
+  auto backend = gpu::make_gpu_backend(options);
+  const ImageF32 image = image_from_mat(read_test_image("building.jpg", -1));
+  const ImageF32* pointer = &image;
+  auto factors = backend->decompose(std::span(&pointer, 1), 32);
+  const auto expected = reconstruct_u8(*backend, *factors[0], 20);
+  std::vector<std::future<bool>> callers;
+  for (int t = 0; t < 6; ++t) {
+    callers.push_back(std::async(std::launch::async, [&] {
+      bool same = true;
+      for (int i = 0; i < 10; ++i) same &= reconstruct_u8(*backend, *factors[0], 20) == expected;
+      auto again = backend->decompose(std::span(&pointer, 1), 32);
+      return same && reconstruct_u8(*backend, *again[0], 20) == expected;
+    }));
+  }
+  for (auto& caller : callers) EXPECT_TRUE(caller.get());
+}
+
+TEST_F(GpuBackendBehaviourTest, ProfilerWindowsOpenAndClose) {
+  auto backend = gpu::make_gpu_backend({});
+  EXPECT_NO_THROW(backend->start_profiling());
+  EXPECT_NO_THROW(backend->stop_profiling());
+  EXPECT_EQ(backend->name(), "gpu");
+  EXPECT_NE(backend->device_description().find("sm_"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace svdserve::test

@@ -1,0 +1,500 @@
+// The GPU reconstruction paths (fused kernel, cuBLAS + interleave) against a float64 host
+// reference: sum_k US[i, k] V[j, k] in double over the same fp32 factors, so the tolerances
+// measure the kernels alone.
+//
+// Tolerances:
+//  - f32 output: ||out - ref||_F <= 1e-5 ||ref||_F (fp32 accumulation of at most 512 terms of a
+//    decaying spectrum; the error is a few ulps of the partial sums, ~1e-7 relative);
+//  - u8 output: within 1 grey level of the reference rounded by the same rule (clamp, half up);
+//  - fused vs cuBLAS u8: they sum in different orders, so a value within a few ulps of a .5
+//    boundary may round either way. Differences must be exactly 1 level and at most 0.1% of the
+//    values (at least one allowed, for the tiny images).
+// Every output value is checked to be written: u8 runs twice, over poison bytes 0xAB and 0x54,
+// and both runs must agree; f32 runs over all-ones bytes (a NaN) and must hold no NaN. Guard
+// bytes before and after the outputs must keep their poison.
+// Skips in SetUp without a CUDA device (CTest label gpu); on a GPU machine it must run.
+
+#include <gtest/gtest.h>
+#include <cuda_runtime_api.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <ostream>
+#include <random>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/errors.hpp"
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/cuda_resources.hpp"
+#include "kernels/gpu/reconstruct.hpp"
+#include "kernels/image.hpp"
+#include "reference_svd.hpp"
+#include "test_images.hpp"
+
+namespace svdserve::test {
+namespace {
+
+using gpu::ReconstructTask;
+
+constexpr double kF32RelativeTolerance = 1e-5;
+constexpr int kU8Tolerance = 1;
+constexpr double kMaxPathDisagreement = 1e-3;  // fraction of u8 values fused and cuBLAS may differ
+constexpr uint8_t kPoisonA = 0xAB;
+constexpr uint8_t kPoisonB = 0x54;
+constexpr uint8_t kPoisonNaN = 0xFF;  // 0xFFFFFFFF is a NaN
+constexpr std::size_t kGuardBytes = 64;
+constexpr double kMaxU8 = 255.0;
+
+// ---------------------------------------------------------------------------------------------
+// Factors on the host, in the device layout of reconstruct.hpp
+
+struct HostFactors {
+  ImageShape shape;
+  uint32_t rank_kept = 0;
+  std::vector<float> us;  // per channel: height x rank_kept, column-major
+  std::vector<float> v;   // per channel: width x rank_kept, column-major
+
+  [[nodiscard]] float us_at(uint32_t c, uint32_t i, uint32_t k) const {
+    return us[(std::size_t{c} * rank_kept + k) * shape.height + i];
+  }
+  [[nodiscard]] float v_at(uint32_t c, uint32_t j, uint32_t k) const {
+    return v[(std::size_t{c} * rank_kept + k) * shape.width + j];
+  }
+};
+
+// A decaying spectrum like a photograph's: a positive rank-1 base (about 25..265, so some values
+// clamp at 255) plus signed terms of shrinking scale that push others below 0.
+HostFactors random_factors(ImageShape shape, uint32_t rank_kept, uint64_t seed) {
+  constexpr float kBaseLow = 40.0F;
+  constexpr float kBaseHigh = 220.0F;
+  constexpr float kBaseVLow = 0.6F;
+  constexpr float kBaseVHigh = 1.2F;
+  constexpr float kDetailScale = 100.0F;
+  constexpr float kDetailDecay = 0.75F;
+  std::mt19937_64 generator(seed);
+  HostFactors f{shape, rank_kept, std::vector<float>(std::size_t{shape.channels} * shape.height * rank_kept),
+                std::vector<float>(std::size_t{shape.channels} * shape.width * rank_kept)};
+  for (uint32_t c = 0; c < shape.channels; ++c) {
+    for (uint32_t k = 0; k < rank_kept; ++k) {
+      const float scale = kDetailScale / std::pow(static_cast<float>(k + 1), kDetailDecay);
+      std::uniform_real_distribution<float> us_value =
+          k == 0 ? std::uniform_real_distribution<float>(kBaseLow, kBaseHigh)
+                 : std::uniform_real_distribution<float>(-scale, scale);
+      std::uniform_real_distribution<float> v_value =
+          k == 0 ? std::uniform_real_distribution<float>(kBaseVLow, kBaseVHigh)
+                 : std::uniform_real_distribution<float>(-1.0F, 1.0F);
+      for (uint32_t i = 0; i < shape.height; ++i) {
+        f.us[(std::size_t{c} * rank_kept + k) * shape.height + i] = us_value(generator);
+      }
+      for (uint32_t j = 0; j < shape.width; ++j) {
+        f.v[(std::size_t{c} * rank_kept + k) * shape.width + j] = v_value(generator);
+      }
+    }
+  }
+  return f;
+}
+
+// US = U diag(S) and V = Vt^T of a float64 SVD, rounded to fp32 as the GPU backend holds them.
+HostFactors factors_from_image(const ImageF32& image) {
+  const ImageShape& shape = image.shape;
+  const uint32_t rank = shape.full_rank();
+  HostFactors f{shape, rank, std::vector<float>(std::size_t{shape.channels} * shape.height * rank),
+                std::vector<float>(std::size_t{shape.channels} * shape.width * rank)};
+  for (uint32_t c = 0; c < shape.channels; ++c) {
+    const ReferenceSvd svd = reference_svd(image.plane(c), shape.height, shape.width);
+    for (uint32_t k = 0; k < rank; ++k) {
+      for (uint32_t i = 0; i < shape.height; ++i) {
+        f.us[(std::size_t{c} * rank + k) * shape.height + i] =
+            static_cast<float>(svd.u[std::size_t{i} * rank + k] * svd.singular_values[k]);
+      }
+      for (uint32_t j = 0; j < shape.width; ++j) {
+        f.v[(std::size_t{c} * rank + k) * shape.width + j] =
+            static_cast<float>(svd.vt[std::size_t{k} * shape.width + j]);
+      }
+    }
+  }
+  return f;
+}
+
+// The rank-k image in double, interleaved (HWC) like the outputs.
+std::vector<double> reference_hwc(const HostFactors& f, uint32_t rank) {
+  const ImageShape& shape = f.shape;
+  std::vector<double> out(shape.values());
+  std::vector<double> row(shape.width);
+  for (uint32_t c = 0; c < shape.channels; ++c) {
+    for (uint32_t i = 0; i < shape.height; ++i) {
+      std::fill(row.begin(), row.end(), 0.0);
+      for (uint32_t k = 0; k < rank; ++k) {
+        const double u = f.us_at(c, i, k);
+        const float* v_column = f.v.data() + (std::size_t{c} * f.rank_kept + k) * shape.width;
+        for (uint32_t j = 0; j < shape.width; ++j) row[j] += u * double{v_column[j]};
+      }
+      for (uint32_t j = 0; j < shape.width; ++j) {
+        out[(std::size_t{i} * shape.width + j) * shape.channels + c] = row[j];
+      }
+    }
+  }
+  return out;
+}
+
+uint8_t rounded_reference(double value) {
+  return static_cast<uint8_t>(std::floor(std::clamp(value, 0.0, kMaxU8) + 0.5));
+}
+
+std::string position(const ImageShape& shape, std::size_t index) {
+  const std::size_t pixel = index / shape.channels;
+  std::ostringstream text;
+  text << "row " << pixel / shape.width << ", column " << pixel % shape.width << ", channel "
+       << index % shape.channels;
+  return text.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the two paths
+
+enum class Path { fused, cublas };
+
+const char* path_name(Path path) { return path == Path::fused ? "fused" : "cuBLAS"; }
+
+struct DeviceFactors {
+  gpu::DeviceBuffer us;
+  gpu::DeviceBuffer v;
+  uint32_t rank_kept = 0;
+};
+
+// One run's outputs as bytes: [guard][lead][task 0][task 1]...[guard], all poisoned first.
+// `lead` shifts every output off 16-byte alignment; u8 outputs of odd size shift each other too.
+struct RunOutput {
+  std::vector<uint8_t> bytes;
+  std::size_t first_output = 0;
+  std::size_t bytes_per_output = 0;
+  std::size_t outputs = 0;
+
+  [[nodiscard]] std::span<const uint8_t> u8(std::size_t task) const {
+    return std::span(bytes).subspan(first_output + task * bytes_per_output, bytes_per_output);
+  }
+  [[nodiscard]] std::vector<float> f32(std::size_t task) const {
+    std::vector<float> values(bytes_per_output / sizeof(float));
+    std::memcpy(values.data(), bytes.data() + first_output + task * bytes_per_output,
+                bytes_per_output);
+    return values;
+  }
+  // Bytes outside the outputs that no longer hold `poison`.
+  [[nodiscard]] std::size_t disturbed_guard_bytes(uint8_t poison) const {
+    const std::size_t end = first_output + outputs * bytes_per_output;
+    const auto changed = [poison](uint8_t b) { return b != poison; };
+    return static_cast<std::size_t>(
+        std::count_if(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(first_output), changed) +
+        std::count_if(bytes.begin() + static_cast<std::ptrdiff_t>(end), bytes.end(), changed));
+  }
+};
+
+class GpuReconstructTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!gpu::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+    stream_.emplace();
+    cublas_.emplace(stream_->view());
+  }
+
+  [[nodiscard]] gpu::StreamView stream() const { return stream_->view(); }
+
+  DeviceFactors upload(const HostFactors& f) {
+    DeviceFactors d{gpu::DeviceBuffer(f.us.size() * sizeof(float)),
+                    gpu::DeviceBuffer(f.v.size() * sizeof(float)), f.rank_kept};
+    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(d.us.data(), f.us.data(), d.us.size(),
+                                        cudaMemcpyHostToDevice, stream().value()));
+    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(d.v.data(), f.v.data(), d.v.size(),
+                                        cudaMemcpyHostToDevice, stream().value()));
+    stream().synchronize();
+    return d;
+  }
+
+  RunOutput run(Path path, const std::vector<const DeviceFactors*>& factors,
+                std::span<const uint32_t> ranks, const ImageShape& shape, OutputPixels pixels,
+                std::size_t lead_bytes, uint8_t poison) {
+    RunOutput result;
+    result.outputs = factors.size();
+    result.bytes_per_output = shape.values() * bytes_per_value(pixels);
+    result.first_output = kGuardBytes + lead_bytes;
+    result.bytes.resize(result.first_output + result.outputs * result.bytes_per_output +
+                        kGuardBytes);
+    gpu::DeviceBuffer arena(result.bytes.size());
+    SVDSERVE_CUDA_CHECK(cudaMemsetAsync(arena.data(), poison, arena.size(), stream().value()));
+
+    std::vector<ReconstructTask> tasks;
+    for (std::size_t t = 0; t < factors.size(); ++t) {
+      tasks.push_back({factors[t]->us.as<float>(), factors[t]->v.as<float>(), ranks[t],
+                       factors[t]->rank_kept,
+                       arena.as<std::byte>() + result.first_output + t * result.bytes_per_output});
+    }
+    gpu::DeviceBuffer tasks_device(tasks.size() * sizeof(ReconstructTask));
+    gpu::DeviceBuffer scratch(shape.values() * sizeof(float));
+    if (path == Path::fused) {
+      SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(tasks_device.data(), tasks.data(), tasks_device.size(),
+                                          cudaMemcpyHostToDevice, stream().value()));
+      gpu::launch_fused_reconstruct(tasks_device.as<ReconstructTask>(),
+                                    static_cast<uint32_t>(tasks.size()), shape, pixels,
+                                    *std::ranges::max_element(ranks), stream());
+    } else {
+      gpu::reconstruct_with_cublas(cublas_->value(), tasks, shape, pixels, scratch.as<float>(),
+                                   stream());
+    }
+    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(result.bytes.data(), arena.data(), arena.size(),
+                                        cudaMemcpyDeviceToHost, stream().value()));
+    stream().synchronize();
+    EXPECT_EQ(result.disturbed_guard_bytes(poison), 0U)
+        << path_name(path) << " wrote outside its outputs";
+    return result;
+  }
+
+  // Runs both paths over a batch (one launch each) and checks every output against `references`.
+  void check_batch(const ImageShape& shape, const std::vector<HostFactors>& host,
+                   std::span<const uint32_t> ranks, std::size_t lead_values) {
+    std::vector<DeviceFactors> device;
+    std::vector<std::vector<double>> references;
+    for (std::size_t t = 0; t < host.size(); ++t) {
+      device.push_back(upload(host[t]));
+      references.push_back(reference_hwc(host[t], ranks[t]));
+    }
+    std::vector<const DeviceFactors*> pointers;
+    for (const DeviceFactors& d : device) pointers.push_back(&d);
+
+    std::vector<RunOutput> u8_outputs;
+    for (const Path path : {Path::fused, Path::cublas}) {
+      SCOPED_TRACE(path_name(path));
+      const RunOutput u8 = run(path, pointers, ranks, shape, OutputPixels::u8, lead_values, kPoisonA);
+      const RunOutput u8_again =
+          run(path, pointers, ranks, shape, OutputPixels::u8, lead_values, kPoisonB);
+      const RunOutput f32 = run(path, pointers, ranks, shape, OutputPixels::f32,
+                                lead_values * sizeof(float), kPoisonNaN);
+      for (std::size_t t = 0; t < host.size(); ++t) {
+        SCOPED_TRACE("task " + std::to_string(t) + ", rank " + std::to_string(ranks[t]));
+        EXPECT_TRUE(std::ranges::equal(u8.u8(t), u8_again.u8(t)))
+            << "some u8 values were not written";
+        check_u8(shape, u8.u8(t), references[t]);
+        check_f32(shape, f32.f32(t), references[t]);
+      }
+      u8_outputs.push_back(u8);
+    }
+    for (std::size_t t = 0; t < host.size(); ++t) {
+      SCOPED_TRACE("task " + std::to_string(t) + ", rank " + std::to_string(ranks[t]));
+      check_paths_agree(shape, u8_outputs[0].u8(t), u8_outputs[1].u8(t));
+    }
+  }
+
+  static void check_u8(const ImageShape& shape, std::span<const uint8_t> actual,
+                       std::span<const double> reference) {
+    std::size_t violations = 0;
+    std::size_t first = 0;
+    for (std::size_t i = 0; i < actual.size(); ++i) {
+      if (std::abs(int{actual[i]} - int{rounded_reference(reference[i])}) > kU8Tolerance) {
+        if (violations++ == 0) first = i;
+      }
+    }
+    EXPECT_EQ(violations, 0U) << "u8 values more than " << kU8Tolerance
+                              << " level from the float64 reference; first at "
+                              << position(shape, first) << ": " << int{actual[first]} << " vs "
+                              << reference[first];
+  }
+
+  static void check_f32(const ImageShape& shape, const std::vector<float>& actual,
+                        std::span<const double> reference) {
+    const auto nan = std::ranges::find_if(actual, [](float v) { return std::isnan(v); });
+    ASSERT_EQ(nan, actual.end()) << "f32 value not written at "
+                                 << position(shape, static_cast<std::size_t>(nan - actual.begin()));
+    const double distance = frobenius_distance(reference, actual);
+    const double norm = frobenius_norm(reference);
+    EXPECT_LE(distance, kF32RelativeTolerance * norm)
+        << "relative Frobenius error " << distance / norm;
+  }
+
+  static void check_paths_agree(const ImageShape& shape, std::span<const uint8_t> fused,
+                                std::span<const uint8_t> cublas) {
+    std::size_t differing = 0;
+    std::size_t worst = 0;
+    std::size_t worst_index = 0;
+    for (std::size_t i = 0; i < fused.size(); ++i) {
+      const auto difference = static_cast<std::size_t>(std::abs(int{fused[i]} - int{cublas[i]}));
+      if (difference != 0) ++differing;
+      if (difference > worst) {
+        worst = difference;
+        worst_index = i;
+      }
+    }
+    EXPECT_LE(worst, 1U) << "fused and cuBLAS u8 differ by " << worst << " at "
+                         << position(shape, worst_index);
+    const auto allowed = std::max<std::size_t>(
+        1, static_cast<std::size_t>(kMaxPathDisagreement * static_cast<double>(fused.size())));
+    EXPECT_LE(differing, allowed) << "fused and cuBLAS u8 differ in " << differing << " of "
+                                  << fused.size() << " values";
+  }
+
+  std::optional<gpu::Stream> stream_;
+  std::optional<gpu::CublasHandle> cublas_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Shapes x channels x ranks, one image per launch
+
+struct ShapeCase {
+  std::string name;
+  ImageShape shape;
+  uint32_t rank = 0;
+  std::size_t lead_values = 0;  // output offset, in values: 0 or an unaligned 3
+};
+
+void PrintTo(const ShapeCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<ShapeCase> shape_cases() {
+  struct Named {
+    const char* name;
+    uint32_t width;
+    uint32_t height;
+  };
+  constexpr Named kShapes[] = {{"square", 256, 256}, {"wide", 300, 97}, {"tall", 97, 300},
+                               {"single_pixel", 1, 1}, {"tiny", 7, 5}};
+  constexpr uint32_t kChannels[] = {1, 3, 4};
+  constexpr uint32_t kRanks[] = {1, 5, 16, 64};
+  constexpr std::size_t kUnalignedLead = 3;
+  std::vector<ShapeCase> cases;
+  const auto add = [&cases](const char* name, ImageShape shape, uint32_t rank) {
+    const std::string full = rank == shape.full_rank() ? "full" : std::to_string(rank);
+    cases.push_back({std::string(name) + "_" + std::to_string(shape.width) + "x" +
+                         std::to_string(shape.height) + "_c" + std::to_string(shape.channels) +
+                         "_rank_" + full,
+                     shape, rank, cases.size() % 2 == 0 ? 0 : kUnalignedLead});
+  };
+  for (const Named& named : kShapes) {
+    for (const uint32_t channels : kChannels) {
+      const ImageShape shape{named.width, named.height, channels};
+      for (const uint32_t rank : kRanks) {
+        if (rank < shape.full_rank()) add(named.name, shape, rank);
+      }
+      add(named.name, shape, shape.full_rank());
+    }
+  }
+  // Odd width: no row of the output starts 16-byte aligned in a regular pattern.
+  for (const uint32_t channels : {1U, 3U}) {
+    const ImageShape shape{333, 130, channels};
+    add("odd_width", shape, 37);
+    add("odd_width", shape, shape.full_rank());
+  }
+  return cases;
+}
+
+class GpuReconstructShapeTest : public GpuReconstructTest,
+                                public ::testing::WithParamInterface<ShapeCase> {};
+
+TEST_P(GpuReconstructShapeTest, BothPathsMatchFloat64) {
+  const ShapeCase& c = GetParam();
+  const uint64_t seed = run_seed() ^ std::hash<std::string>{}(c.name);
+  SCOPED_TRACE(seed_text(seed));
+  // Keep every triplet, so rank < rank_kept exercises the leading dimensions.
+  const std::vector<HostFactors> host = {random_factors(c.shape, c.shape.full_rank(), seed)};
+  const uint32_t ranks[] = {c.rank};
+  check_batch(c.shape, host, ranks, c.lead_values);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuReconstructShapeTest, ::testing::ValuesIn(shape_cases()),
+                         [](const auto& test_info) { return test_info.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// Batches and real images
+
+TEST_F(GpuReconstructTest, BatchOfTasksWithDifferentRanksInOneLaunch) {
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  const ImageShape shape{150, 101, 3};
+  const uint32_t ranks[] = {1, 5, 16, 64, shape.full_rank()};
+  std::vector<HostFactors> host;
+  for (std::size_t t = 0; t < std::size(ranks); ++t) {
+    host.push_back(random_factors(shape, shape.full_rank(), seed + t));
+  }
+  check_batch(shape, host, ranks, 1);
+}
+
+TEST_F(GpuReconstructTest, BatchWithRankKeptBelowFullRank) {
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  const ImageShape shape{333, 70, 4};
+  constexpr uint32_t kRankKept = 20;
+  const uint32_t ranks[] = {kRankKept, 3, 17};
+  std::vector<HostFactors> host;
+  for (std::size_t t = 0; t < std::size(ranks); ++t) {
+    host.push_back(random_factors(shape, kRankKept, seed + t));
+  }
+  check_batch(shape, host, ranks, 0);
+}
+
+TEST_F(GpuReconstructTest, RealImageAtSeveralRanks) {
+  const ImageF32 image = image_from_mat(read_test_image("baboon.jpg", cv::IMREAD_UNCHANGED));
+  const HostFactors host = factors_from_image(image);
+  const std::vector<HostFactors> hosts = {host};
+  for (const uint32_t rank : {1U, 20U, image.shape.full_rank()}) {
+    SCOPED_TRACE("baboon.jpg, rank " + std::to_string(rank));
+    const uint32_t ranks[] = {rank};
+    check_batch(image.shape, hosts, ranks, 0);
+  }
+
+  // At full rank the u8 reconstruction is the image itself (fp32 factors are ~1e-5 off).
+  const DeviceFactors device = upload(host);
+  const uint32_t full[] = {image.shape.full_rank()};
+  for (const Path path : {Path::fused, Path::cublas}) {
+    const RunOutput out =
+        run(path, {&device}, full, image.shape, OutputPixels::u8, 0, kPoisonA);
+    const auto pixels = out.u8(0);
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < pixels.size(); ++i) {
+      const std::size_t pixel = i / image.shape.channels;
+      const auto channel = static_cast<uint32_t>(i % image.shape.channels);
+      if (std::abs(int{pixels[i]} - static_cast<int>(image.plane(channel)[pixel])) > kU8Tolerance) {
+        ++off;
+      }
+    }
+    EXPECT_EQ(off, 0U) << path_name(path) << ": full-rank pixels more than " << kU8Tolerance
+                       << " level from the original";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Edges of the contract
+
+TEST_F(GpuReconstructTest, EmptyBatchesAreNoOps) {
+  const ImageShape shape{8, 8, 3};
+  EXPECT_NO_THROW(gpu::launch_fused_reconstruct(nullptr, 0, shape, OutputPixels::u8, 1, stream()));
+  EXPECT_NO_THROW(gpu::reconstruct_with_cublas(cublas_->value(), {}, shape, OutputPixels::u8,
+                                               nullptr, stream()));
+}
+
+TEST_F(GpuReconstructTest, FusedRejectsMoreThanFourChannels) {
+  const ImageShape shape{8, 8, 5};
+  EXPECT_THROW(gpu::launch_fused_reconstruct(nullptr, 1, shape, OutputPixels::u8, 1, stream()),
+               InvalidArgument);
+}
+
+TEST_F(GpuReconstructTest, CublasRejectsRanksOutsideTheFactors) {
+  const ImageShape shape{8, 8, 1};
+  gpu::DeviceBuffer factors(shape.width * shape.height * sizeof(float));
+  gpu::DeviceBuffer out(shape.values() * sizeof(float));
+  gpu::DeviceBuffer scratch(shape.values() * sizeof(float));
+  for (const uint32_t rank : {0U, 5U}) {
+    const ReconstructTask task{factors.as<float>(), factors.as<float>(), rank, 4, out.data()};
+    EXPECT_THROW(gpu::reconstruct_with_cublas(cublas_->value(), std::span(&task, 1), shape,
+                                              OutputPixels::u8, scratch.as<float>(), stream()),
+                 InvalidArgument)
+        << "rank " << rank;
+  }
+}
+
+}  // namespace
+}  // namespace svdserve::test

@@ -1,0 +1,223 @@
+#include "server/config.hpp"
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "kernels/errors.hpp"
+
+namespace svdserve {
+namespace {
+
+const std::string kShippedConfig = std::string(SVDSERVE_SOURCE_DIR) + "/config/svdserve.textproto";
+
+// A text file in the temp folder, removed again when the test ends.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text) {
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = std::filesystem::temp_directory_path() /
+            ("svdserve_config_test_" + std::to_string(::getpid()) + "_" + test->name() + ".textproto");
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  [[nodiscard]] std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string validation_message(const v1::ServerConfig& config) {
+  try {
+    validate(config);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "validate accepted an invalid config";
+  return {};
+}
+
+v1::ServerConfig defaults() {
+  v1::ServerConfig config;
+  apply_defaults(config);
+  return config;
+}
+
+TEST(Config, ShippedFileParsesAndValidates) {
+  v1::ServerConfig config = read_config_file(kShippedConfig);
+  EXPECT_EQ(config.listen_address(), "0.0.0.0:50051");
+  EXPECT_EQ(config.backend(), v1::BACKEND_KIND_AUTO);
+  EXPECT_EQ(config.queue_capacity(), 256u);
+  EXPECT_EQ(config.full_queue_policy(), v1::FULL_QUEUE_POLICY_REJECT);
+  EXPECT_EQ(config.full_store_policy(), v1::FULL_STORE_POLICY_EVICT_LRU);
+  EXPECT_EQ(config.max_batch_size(), 16u);
+  EXPECT_EQ(config.max_message_bytes(), 64u << 20);
+  apply_defaults(config);
+  EXPECT_NO_THROW(validate(config));
+}
+
+TEST(Config, ShippedFileStatesExactlyTheDefaults) {
+  // The file says "every value below is the default": hold it to that.
+  v1::ServerConfig shipped = read_config_file(kShippedConfig);
+  apply_defaults(shipped);
+  std::string differences;
+  google::protobuf::util::MessageDifferencer differencer;
+  differencer.ReportDifferencesToString(&differences);
+  EXPECT_TRUE(differencer.Compare(defaults(), shipped)) << differences;
+}
+
+TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
+  v1::ServerConfig config;
+  config.set_max_batch_size(7);
+  config.set_listen_address("127.0.0.1:9999");
+  config.set_memory_budget_bytes(12345);
+  apply_defaults(config);
+
+  EXPECT_EQ(config.max_batch_size(), 7u);
+  EXPECT_EQ(config.listen_address(), "127.0.0.1:9999");
+  EXPECT_EQ(config.memory_budget_bytes(), 12345u);
+
+  EXPECT_EQ(config.loader_threads(), 2u);
+  EXPECT_EQ(config.worker_threads(), std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(config.queue_capacity(), 256u);
+  EXPECT_EQ(config.max_queue_delay_us(), 500u);
+  EXPECT_EQ(config.default_max_rank(), 256u);
+  EXPECT_EQ(config.max_rank(), 4096u);
+  EXPECT_EQ(config.max_image_width(), 8192u);
+  EXPECT_EQ(config.max_image_height(), 8192u);
+  EXPECT_EQ(config.max_image_bytes(), 60u << 20);
+  EXPECT_EQ(config.max_message_bytes(), 64u << 20);
+  EXPECT_EQ(config.max_batch_items(), 256u);
+  EXPECT_EQ(config.drain_timeout_ms(), 10000u);
+  EXPECT_EQ(config.log_level(), "info");
+  EXPECT_EQ(config.gpu_streams(), 4u);
+  EXPECT_DOUBLE_EQ(config.gpu_memory_fraction(), 0.8);
+  EXPECT_EQ(config.evicted_history(), 1024u);
+  EXPECT_NO_THROW(validate(config));
+
+  // Idempotent.
+  v1::ServerConfig again = config;
+  apply_defaults(again);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(config, again));
+}
+
+TEST(Config, ValidateReportsEveryProblemInOneMessage) {
+  v1::ServerConfig config = defaults();
+  config.set_listen_address("no-port-here");
+  config.set_max_batch_size(5000);
+  config.set_gpu_memory_fraction(1.5);
+  config.set_default_max_rank(5000);  // above max_rank 4096
+  config.set_log_level("loud");
+  const std::string message = validation_message(config);
+  EXPECT_EQ(message.rfind("invalid config: ", 0), 0u) << message;
+  for (const char* expected : {"listen_address must be host:port, got 'no-port-here'",
+                               "max_batch_size must be 1..4096", "gpu_memory_fraction",
+                               "default_max_rank must not exceed max_rank", "loud"}) {
+    EXPECT_NE(message.find(expected), std::string::npos) << "missing '" << expected << "' in: "
+                                                         << message;
+  }
+  // Valid fields are not mentioned.
+  EXPECT_EQ(message.find("queue_capacity"), std::string::npos) << message;
+}
+
+struct InvalidField {
+  const char* name;
+  void (*break_it)(v1::ServerConfig&);
+  const char* expected;
+};
+
+class ConfigInvalidField : public ::testing::TestWithParam<InvalidField> {};
+
+TEST_P(ConfigInvalidField, IsReported) {
+  v1::ServerConfig config = defaults();
+  GetParam().break_it(config);
+  const std::string message = validation_message(config);
+  EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, ConfigInvalidField,
+    ::testing::Values(
+        InvalidField{"loader_threads", [](v1::ServerConfig& c) { c.set_loader_threads(257); }, "loader_threads"},
+        InvalidField{"worker_threads", [](v1::ServerConfig& c) { c.set_worker_threads(1000); }, "worker_threads"},
+        InvalidField{"queue_capacity", [](v1::ServerConfig& c) { c.set_queue_capacity(2'000'000); },
+                     "queue_capacity"},
+        InvalidField{"max_queue_delay_us", [](v1::ServerConfig& c) { c.set_max_queue_delay_us(2'000'000); },
+                     "max_queue_delay_us"},
+        InvalidField{"max_image_width", [](v1::ServerConfig& c) { c.set_max_image_width(70000); },
+                     "max_image_width/height"},
+        InvalidField{"max_image_bytes",
+                     [](v1::ServerConfig& c) { c.set_max_image_bytes(c.max_message_bytes() + 1); },
+                     "max_image_bytes must not exceed max_message_bytes"},
+        InvalidField{"max_message_bytes", [](v1::ServerConfig& c) {
+                       c.set_max_message_bytes(uint64_t{4} << 30);
+                       c.set_max_image_bytes(1);
+                     },
+                     "max_message_bytes must be under 2 GiB"},
+        InvalidField{"gpu_streams", [](v1::ServerConfig& c) { c.set_gpu_streams(65); }, "gpu_streams"},
+        InvalidField{"gpu_memory_fraction_negative",
+                     [](v1::ServerConfig& c) { c.set_gpu_memory_fraction(-0.5); }, "gpu_memory_fraction"},
+        InvalidField{"metrics_port", [](v1::ServerConfig& c) { c.set_metrics_port(70000); }, "metrics_port"},
+        InvalidField{"max_batch_items", [](v1::ServerConfig& c) { c.set_max_batch_items(200'000); },
+                     "max_batch_items"}),
+    [](const auto& test_info) { return std::string(test_info.param.name); });
+
+TEST(Config, SyntaxErrorNamesTheLine) {
+  TempFile file("listen_address: \"127.0.0.1:1\"\n"
+                "max_batch_size: 8\n"
+                "queue_capacity: lots\n");
+  try {
+    (void)read_config_file(file.path());
+    FAIL() << "a bad value parsed";
+  } catch (const InvalidArgument& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(file.path()), std::string::npos) << message;
+    EXPECT_NE(message.find("line 3"), std::string::npos) << message;
+  }
+}
+
+TEST(Config, UnknownFieldNamesTheLineAndTheField) {
+  TempFile file("max_batch_size: 8\n\nmax_batch_sise: 9\n");
+  try {
+    (void)read_config_file(file.path());
+    FAIL() << "an unknown field parsed";
+  } catch (const InvalidArgument& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("line 3"), std::string::npos) << message;
+    EXPECT_NE(message.find("max_batch_sise"), std::string::npos) << message;
+  }
+}
+
+TEST(Config, MissingFileIsInvalidArgument) {
+  const std::string path = "/nonexistent/svdserve.textproto";
+  try {
+    (void)read_config_file(path);
+    FAIL() << "a missing file parsed";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, PartialFileGetsDefaultsForTheRest) {
+  TempFile file("worker_threads: 3\nfull_store_policy: FULL_STORE_POLICY_REJECT\n");
+  v1::ServerConfig config = read_config_file(file.path());
+  apply_defaults(config);
+  EXPECT_EQ(config.worker_threads(), 3u);
+  EXPECT_EQ(config.full_store_policy(), v1::FULL_STORE_POLICY_REJECT);
+  EXPECT_EQ(config.max_batch_size(), 16u);
+  EXPECT_NO_THROW(validate(config));
+}
+
+}  // namespace
+}  // namespace svdserve

@@ -1,0 +1,253 @@
+#include "server/factor_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/errors.hpp"
+#include "test_factors.hpp"
+
+namespace svdserve {
+namespace {
+
+using Ids = std::vector<std::string>;
+
+constexpr std::size_t kBudget = 100;
+constexpr std::size_t kHistory = 8;
+const ImageShape kShape{24, 16, 3};
+
+std::shared_ptr<const Factors> factors_of(std::size_t bytes, uint32_t rank = 4) {
+  return fakes::make_test_factors(kShape, rank, bytes);
+}
+
+Ids resident_ids(const FactorStore& store) {
+  Ids ids;
+  for (const auto& info : store.list(false)) ids.push_back(info.id);
+  return ids;
+}
+
+// Runs f, expects it to throw E, and returns the message.
+template <typename E, typename F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return {};
+}
+
+TEST(FactorStore, AccountsBytesAndImages) {
+  FactorStore store(kBudget, FullStoreAction::evict_lru, kHistory);
+  EXPECT_EQ(store.budget_bytes(), kBudget);
+  EXPECT_EQ(store.bytes_resident(), 0u);
+  EXPECT_TRUE(store.insert("a", factors_of(30)).empty());
+  EXPECT_TRUE(store.insert("b", factors_of(45)).empty());
+  EXPECT_TRUE(store.insert("c", factors_of(25)).empty()) << "exactly the budget fits";
+  EXPECT_EQ(store.bytes_resident(), 100u);
+  EXPECT_EQ(store.images_resident(), 3u);
+  EXPECT_EQ(store.evictions(), 0u);
+
+  const auto info = store.info("b");
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->id, "b");
+  EXPECT_EQ(info->shape, kShape);
+  EXPECT_EQ(info->rank_kept, 4u);
+  EXPECT_EQ(info->bytes, 45u);
+  EXPECT_TRUE(info->resident);
+  EXPECT_GT(info->created_unix_ms, 0);
+}
+
+TEST(FactorStore, EvictsLeastRecentlyUsedAndFindRefreshesRecency) {
+  FactorStore store(kBudget, FullStoreAction::evict_lru, kHistory);
+  (void)store.insert("a", factors_of(30));
+  (void)store.insert("b", factors_of(30));
+  (void)store.insert("c", factors_of(30));
+  EXPECT_EQ(resident_ids(store), (Ids{"c", "b", "a"}));
+
+  (void)store.find("a");  // a becomes the newest; b is now the oldest
+  EXPECT_EQ(resident_ids(store), (Ids{"a", "c", "b"}));
+  EXPECT_EQ(store.insert("d", factors_of(30)), (Ids{"b"}));
+  EXPECT_EQ(resident_ids(store), (Ids{"d", "a", "c"}));
+
+  // info() and peek() do not touch recency.
+  (void)store.info("c");
+  EXPECT_NE(store.peek("c"), nullptr);
+  EXPECT_EQ(resident_ids(store), (Ids{"d", "a", "c"}));
+
+  // A big image evicts as many as it needs, oldest first.
+  EXPECT_EQ(store.insert("e", factors_of(70)), (Ids{"c", "a"}));
+  EXPECT_EQ(resident_ids(store), (Ids{"e", "d"}));
+  EXPECT_EQ(store.bytes_resident(), 100u);
+  EXPECT_EQ(store.evictions(), 3u);
+}
+
+TEST(FactorStore, RejectPolicyThrowsAndLeavesContentsUntouched) {
+  FactorStore store(kBudget, FullStoreAction::reject, kHistory);
+  const auto a = factors_of(60);
+  (void)store.insert("a", a);
+  const std::string message =
+      error_message<ResourceExhausted>([&] { (void)store.insert("b", factors_of(60)); });
+  EXPECT_NE(message.find("memory budget full"), std::string::npos) << message;
+  EXPECT_NE(message.find("'b'"), std::string::npos) << message;
+
+  EXPECT_EQ(resident_ids(store), (Ids{"a"}));
+  EXPECT_EQ(store.peek("a"), a);
+  EXPECT_EQ(store.bytes_resident(), 60u);
+  EXPECT_EQ(store.evictions(), 0u);
+  EXPECT_FALSE(store.info("b"));
+  EXPECT_TRUE(store.list(true).size() == 1u) << "nothing was evicted";
+
+  // What fits still goes in.
+  EXPECT_TRUE(store.insert("c", factors_of(40)).empty());
+  EXPECT_EQ(store.bytes_resident(), 100u);
+}
+
+TEST(FactorStore, ImageLargerThanTheWholeBudgetIsRejectedUnderEitherPolicy) {
+  for (FullStoreAction action : {FullStoreAction::evict_lru, FullStoreAction::reject}) {
+    FactorStore store(kBudget, action, kHistory);
+    (void)store.insert("small", factors_of(10));
+    const std::string message =
+        error_message<ResourceExhausted>([&] { (void)store.insert("huge", factors_of(101)); });
+    EXPECT_NE(message.find("more than the whole memory budget"), std::string::npos) << message;
+    EXPECT_EQ(resident_ids(store), (Ids{"small"})) << "nothing may be evicted for a lost cause";
+    EXPECT_EQ(store.evictions(), 0u);
+    EXPECT_FALSE(store.info("huge"));
+  }
+}
+
+TEST(FactorStore, InsertingAnExistingIdReplacesItsFactors) {
+  for (FullStoreAction action : {FullStoreAction::evict_lru, FullStoreAction::reject}) {
+    FactorStore store(kBudget, action, kHistory);
+    (void)store.insert("a", factors_of(40));
+    (void)store.insert("b", factors_of(40));
+    // 40 + 60 fits once a's old 40 bytes are freed: no eviction, no rejection.
+    const auto replacement = factors_of(60, 7);
+    EXPECT_TRUE(store.insert("a", replacement).empty());
+    EXPECT_EQ(store.peek("a"), replacement);
+    EXPECT_EQ(store.info("a")->rank_kept, 7u);
+    EXPECT_EQ(store.bytes_resident(), 100u);
+    EXPECT_EQ(store.images_resident(), 2u);
+    EXPECT_EQ(resident_ids(store), (Ids{"a", "b"})) << "the replacement is the newest";
+    EXPECT_EQ(store.evictions(), 0u);
+  }
+}
+
+TEST(FactorStore, EvictedIdsAreRememberedAndFindSaysSo) {
+  FactorStore store(kBudget, FullStoreAction::evict_lru, kHistory);
+  (void)store.insert("old", factors_of(60, 5));
+  EXPECT_EQ(store.insert("new", factors_of(60)), (Ids{"old"}));
+
+  const auto info = store.info("old");
+  ASSERT_TRUE(info);
+  EXPECT_FALSE(info->resident);
+  EXPECT_EQ(info->bytes, 0u);
+  EXPECT_EQ(info->shape, kShape);
+  EXPECT_EQ(info->rank_kept, 5u);
+  EXPECT_EQ(store.peek("old"), nullptr);
+
+  EXPECT_EQ(resident_ids(store), (Ids{"new"}));
+  const auto all = store.list(true);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, "new");
+  EXPECT_TRUE(all[0].resident);
+  EXPECT_EQ(all[1].id, "old");
+  EXPECT_FALSE(all[1].resident);
+
+  const std::string evicted = error_message<NotFound>([&] { (void)store.find("old"); });
+  EXPECT_NE(evicted.find("evicted"), std::string::npos) << evicted;
+  const std::string unknown = error_message<NotFound>([&] { (void)store.find("never"); });
+  EXPECT_EQ(unknown.find("evicted"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("'never'"), std::string::npos) << unknown;
+
+  // Decomposing it again makes it resident and forgets the eviction.
+  EXPECT_EQ(store.insert("old", factors_of(40)), Ids{});
+  EXPECT_TRUE(store.info("old")->resident);
+  EXPECT_EQ(store.list(true).size(), 2u);
+  EXPECT_NE(store.find("old"), nullptr);
+}
+
+TEST(FactorStore, EraseFreesResidentAndForgetsEvicted) {
+  FactorStore store(kBudget, FullStoreAction::evict_lru, kHistory);
+  (void)store.insert("a", factors_of(60));
+  (void)store.insert("b", factors_of(30));
+  EXPECT_EQ(store.insert("c", factors_of(60)), (Ids{"a"}));
+
+  EXPECT_EQ(store.erase("b"), 30u);
+  EXPECT_EQ(store.bytes_resident(), 60u);
+  EXPECT_EQ(resident_ids(store), (Ids{"c"}));
+  EXPECT_FALSE(store.info("b"));
+  EXPECT_THROW((void)store.find("b"), NotFound);
+
+  EXPECT_EQ(store.erase("a"), 0u) << "an evicted image holds no bytes";
+  EXPECT_FALSE(store.info("a"));
+  EXPECT_EQ(store.list(true).size(), 1u);
+
+  EXPECT_THROW((void)store.erase("a"), NotFound);
+  EXPECT_THROW((void)store.erase("never"), NotFound);
+  EXPECT_EQ(store.bytes_resident(), 60u);
+}
+
+TEST(FactorStore, EvictedHistoryIsBounded) {
+  constexpr std::size_t kSmallHistory = 2;
+  FactorStore store(kBudget, FullStoreAction::evict_lru, kSmallHistory);
+  for (const char* id : {"a", "b", "c", "d", "e"}) (void)store.insert(id, factors_of(kBudget));
+  EXPECT_EQ(store.evictions(), 4u);
+
+  Ids evicted;
+  for (const auto& info : store.list(true)) {
+    if (!info.resident) evicted.push_back(info.id);
+  }
+  EXPECT_EQ(evicted, (Ids{"d", "c"})) << "newest evictions first, oldest forgotten";
+  EXPECT_FALSE(store.info("a"));
+  EXPECT_FALSE(store.info("b"));
+  const std::string forgotten = error_message<NotFound>([&] { (void)store.find("a"); });
+  EXPECT_EQ(forgotten.find("evicted"), std::string::npos) << forgotten;
+}
+
+TEST(FactorStore, ZeroHistoryRemembersNothing) {
+  FactorStore store(kBudget, FullStoreAction::evict_lru, 0);
+  (void)store.insert("a", factors_of(kBudget));
+  EXPECT_EQ(store.insert("b", factors_of(kBudget)), (Ids{"a"}));
+  EXPECT_FALSE(store.info("a"));
+  EXPECT_EQ(store.list(true).size(), 1u);
+}
+
+TEST(FactorStore, ConcurrentUseKeepsTheBudget) {
+  constexpr std::size_t kThreads = 4;
+  constexpr int kOperations = 2000;
+  FactorStore store(1000, FullStoreAction::evict_lru, 16);
+  std::atomic<int> not_found{0};
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kOperations; ++i) {
+        const std::string id = std::to_string((static_cast<int>(t) * 7 + i) % 40);
+        if (i % 3 == 0) {
+          try {
+            (void)store.find(id);
+          } catch (const NotFound&) {
+            ++not_found;
+          }
+        } else {
+          (void)store.insert(id, factors_of(50 + static_cast<std::size_t>(i % 5) * 10));
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+
+  std::size_t listed_bytes = 0;
+  for (const auto& info : store.list(false)) listed_bytes += info.bytes;
+  EXPECT_LE(store.bytes_resident(), store.budget_bytes());
+  EXPECT_EQ(listed_bytes, store.bytes_resident());
+  EXPECT_EQ(store.list(false).size(), store.images_resident());
+}
+
+}  // namespace
+}  // namespace svdserve

@@ -1,0 +1,154 @@
+#include "server/flags.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/errors.hpp"
+
+namespace svdserve {
+namespace {
+
+// argv as main() gets it, program name first.
+CommandLine parse(std::initializer_list<std::string> args) {
+  std::vector<std::string> storage{"svdserve"};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  return parse_command_line(static_cast<int>(storage.size()), argv.data());
+}
+
+template <typename F>
+std::string invalid_argument_message(F&& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected InvalidArgument";
+  return {};
+}
+
+TEST(Flags, NoArgumentsMeansDefaults) {
+  const CommandLine command_line = parse({});
+  EXPECT_TRUE(command_line.config_path.empty());
+  EXPECT_TRUE(command_line.load_dir.empty());
+  EXPECT_FALSE(command_line.help);
+  EXPECT_FALSE(command_line.version);
+  EXPECT_TRUE(command_line.overrides.empty());
+}
+
+TEST(Flags, OverridesReachTheConfig) {
+  const CommandLine command_line =
+      parse({"--config", "/etc/svdserve.textproto", "--load-dir=/data", "--listen",
+             "127.0.0.1:6000", "--backend=cpu", "--workers", "8", "--loaders=3",
+             "--max-batch-size", "32", "--max-queue-delay-us", "250", "--queue-capacity", "64",
+             "--memory-budget-mib", "2", "--log-level", "debug", "--metrics-port", "9100",
+             "--gpu-streams", "2", "--drain-timeout-ms", "1500"});
+  EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
+  EXPECT_EQ(command_line.load_dir, "/data");
+
+  v1::ServerConfig config;
+  config.set_max_rank(77);  // not a flag: stays
+  apply_overrides(command_line, config);
+  EXPECT_EQ(config.listen_address(), "127.0.0.1:6000");
+  EXPECT_EQ(config.backend(), v1::BACKEND_KIND_CPU);
+  EXPECT_EQ(config.worker_threads(), 8u);
+  EXPECT_EQ(config.loader_threads(), 3u);
+  EXPECT_EQ(config.max_batch_size(), 32u);
+  EXPECT_EQ(config.max_queue_delay_us(), 250u);
+  EXPECT_EQ(config.queue_capacity(), 64u);
+  EXPECT_EQ(config.memory_budget_bytes(), 2u << 20);
+  EXPECT_EQ(config.log_level(), "debug");
+  EXPECT_EQ(config.metrics_port(), 9100u);
+  EXPECT_EQ(config.gpu_streams(), 2u);
+  EXPECT_EQ(config.drain_timeout_ms(), 1500u);
+  EXPECT_EQ(config.max_rank(), 77u);
+}
+
+TEST(Flags, LaterFlagsWin) {
+  v1::ServerConfig config;
+  apply_overrides(parse({"--workers", "2", "--workers=5", "--backend", "gpu", "--backend=auto"}),
+                  config);
+  EXPECT_EQ(config.worker_threads(), 5u);
+  EXPECT_EQ(config.backend(), v1::BACKEND_KIND_AUTO);
+}
+
+TEST(Flags, HelpAndVersion) {
+  EXPECT_TRUE(parse({"--help"}).help);
+  EXPECT_TRUE(parse({"-h"}).help);
+  EXPECT_TRUE(parse({"--version"}).version);
+  EXPECT_FALSE(parse({"--version"}).help);
+}
+
+TEST(Flags, UnknownFlagIsNamed) {
+  const std::string message = invalid_argument_message([] { (void)parse({"--frobnicate", "1"}); });
+  EXPECT_NE(message.find("--frobnicate"), std::string::npos) << message;
+  EXPECT_NE(message.find("unknown flag"), std::string::npos) << message;
+}
+
+TEST(Flags, MissingValueAndStrayArgumentsAreRefused) {
+  const std::string missing = invalid_argument_message([] { (void)parse({"--workers"}); });
+  EXPECT_NE(missing.find("--workers needs a value"), std::string::npos) << missing;
+  const std::string stray = invalid_argument_message([] { (void)parse({"serve"}); });
+  EXPECT_NE(stray.find("'serve'"), std::string::npos) << stray;
+}
+
+class FlagsBadNumber : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FlagsBadNumber, IsRefusedWithTheFlagAndTheValue) {
+  const std::string value = GetParam();
+  const CommandLine command_line = parse({"--workers", value});
+  v1::ServerConfig config;
+  const std::string message =
+      invalid_argument_message([&] { apply_overrides(command_line, config); });
+  EXPECT_NE(message.find("--workers"), std::string::npos) << message;
+  EXPECT_NE(message.find("'" + value + "'"), std::string::npos) << message;
+  EXPECT_EQ(config.worker_threads(), 0u) << "a refused value must not be half-applied";
+}
+
+INSTANTIATE_TEST_SUITE_P(Values, FlagsBadNumber,
+                         ::testing::Values("abc", "-3", "12x", "", " 4", "1.5",
+                                           "99999999999999999999999",
+                                           "4294967296"));  // would wrap to 0 in a uint32
+
+TEST(Flags, MemoryBudgetMustNotOverflowInBytes) {
+  constexpr uint64_t kLargestMib = std::numeric_limits<uint64_t>::max() >> 20;
+  v1::ServerConfig config;
+  apply_overrides(parse({"--memory-budget-mib", std::to_string(kLargestMib)}), config);
+  EXPECT_EQ(config.memory_budget_bytes(), kLargestMib << 20);
+
+  v1::ServerConfig overflowing;
+  const std::string message = invalid_argument_message([&] {
+    apply_overrides(parse({"--memory-budget-mib", std::to_string(kLargestMib + 1)}), overflowing);
+  });
+  EXPECT_NE(message.find("--memory-budget-mib"), std::string::npos) << message;
+  EXPECT_EQ(overflowing.memory_budget_bytes(), 0u);
+}
+
+TEST(Flags, BadBackendIsRefused) {
+  v1::ServerConfig config;
+  const std::string message =
+      invalid_argument_message([&] { apply_overrides(parse({"--backend=tpu"}), config); });
+  EXPECT_NE(message.find("auto, cpu or gpu"), std::string::npos) << message;
+  EXPECT_NE(message.find("'tpu'"), std::string::npos) << message;
+}
+
+TEST(Flags, UsageMentionsEveryFlag) {
+  const std::string text = usage();
+  for (const char* flag :
+       {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders",
+        "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
+        "--gpu-streams", "--metrics-port", "--drain-timeout-ms", "--log-level", "--version",
+        "--help"}) {
+    EXPECT_NE(text.find(flag), std::string::npos) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace svdserve

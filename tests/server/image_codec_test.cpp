@@ -1,0 +1,358 @@
+#include "server/image_codec.hpp"
+
+#include <gtest/gtest.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/errors.hpp"
+
+namespace svdserve {
+namespace {
+
+const std::filesystem::path kImages = SVDSERVE_TEST_IMAGES;
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  EXPECT_TRUE(file) << "cannot read " << path;
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+std::span<const std::byte> as_span(const std::string& bytes) {
+  return std::as_bytes(std::span(bytes.data(), bytes.size()));
+}
+
+std::string encode(const cv::Mat& mat, const std::string& extension) {
+  std::vector<uint8_t> buffer;
+  EXPECT_TRUE(cv::imencode(extension, mat, buffer));
+  return {buffer.begin(), buffer.end()};
+}
+
+template <typename F>
+std::string invalid_argument_message(F&& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected InvalidArgument";
+  return {};
+}
+
+// Every value of the planar image equals the interleaved matrix's value times scale.
+void expect_planes_match(const ImageF32& image, const cv::Mat& interleaved, double scale,
+                         double tolerance = 0.0) {
+  ASSERT_EQ(image.shape.width, static_cast<uint32_t>(interleaved.cols));
+  ASSERT_EQ(image.shape.height, static_cast<uint32_t>(interleaved.rows));
+  ASSERT_EQ(image.shape.channels, static_cast<uint32_t>(interleaved.channels()));
+  ASSERT_EQ(image.planes.size(), image.shape.values());
+  cv::Mat as_double;
+  interleaved.convertTo(as_double, CV_MAKETYPE(CV_64F, interleaved.channels()), scale);
+  std::size_t mismatches = 0;
+  for (uint32_t c = 0; c < image.shape.channels; ++c) {
+    const std::span<const float> plane = image.plane(c);
+    for (int y = 0; y < interleaved.rows; ++y) {
+      const double* row = as_double.ptr<double>(y);
+      for (int x = 0; x < interleaved.cols; ++x) {
+        const double expected = row[x * interleaved.channels() + static_cast<int>(c)];
+        const double got = plane[static_cast<std::size_t>(y) * image.shape.width + x];
+        if (std::abs(expected - got) > tolerance && mismatches++ < 5) {
+          ADD_FAILURE() << "channel " << c << " y " << y << " x " << x << ": expected "
+                        << expected << ", got " << got;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+
+v1::ImageInput raw_input(uint32_t width, uint32_t height, uint32_t channels, v1::PixelType type,
+                         std::string data) {
+  v1::ImageInput input;
+  v1::RawImage* raw = input.mutable_raw();
+  raw->set_width(width);
+  raw->set_height(height);
+  raw->set_channels(channels);
+  raw->set_type(type);
+  raw->set_data(std::move(data));
+  return input;
+}
+
+template <typename T>
+std::string bytes_of(const std::vector<T>& values) {
+  std::string bytes(values.size() * sizeof(T), '\0');
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// --- Real files --------------------------------------------------------------------------------
+
+class DecodeRealImage : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecodeRealImage, MatchesOpenCvsOwnDecode) {
+  const std::filesystem::path path = kImages / GetParam();
+  const cv::Mat reference = cv::imread(path.string(), cv::IMREAD_UNCHANGED);
+  ASSERT_FALSE(reference.empty()) << path;
+  const std::string bytes = read_bytes(path);
+
+  const ImageF32 image = decode_encoded(as_span(bytes), ImageLimits{});
+  expect_planes_match(image, reference, 1.0);
+  // A real photo: on the 0..255 scale and not flat.
+  const auto [low, high] = std::minmax_element(image.planes.begin(), image.planes.end());
+  EXPECT_GE(*low, 0.0f);
+  EXPECT_LE(*high, 255.0f);
+  EXPECT_GT(*high - *low, 50.0f);
+
+  // The request path gives the same planes.
+  v1::ImageInput input;
+  input.set_encoded(bytes);
+  EXPECT_EQ(decode_image(input, ImageLimits{}).planes, image.planes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Images, DecodeRealImage,
+                         ::testing::Values("baboon.jpg", "fruits.jpg", "messi5.jpg", "pic1.png",
+                                           "building.jpg", "gradient.png"),
+                         [](const auto& test_info) {
+                           std::string name = test_info.param;
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+TEST(ImageCodec, ColourJpegIsThreeChannelsAndRgbaPngIsFour) {
+  const std::string jpeg = read_bytes(kImages / "baboon.jpg");
+  const ImageF32 colour = decode_encoded(as_span(jpeg), ImageLimits{});
+  EXPECT_EQ(colour.shape, (ImageShape{512, 512, 3}));
+
+  const std::string png = read_bytes(kImages / "gradient.png");
+  const ImageF32 bgra = decode_encoded(as_span(png), ImageLimits{});
+  EXPECT_EQ(bgra.shape, (ImageShape{300, 300, 4}));
+}
+
+TEST(ImageCodec, GreyPngIsOneChannel) {
+  const cv::Mat colour = cv::imread((kImages / "home.jpg").string(), cv::IMREAD_COLOR);
+  ASSERT_FALSE(colour.empty());
+  cv::Mat grey;
+  cv::cvtColor(colour, grey, cv::COLOR_BGR2GRAY);
+  const ImageF32 image = decode_encoded(as_span(encode(grey, ".png")), ImageLimits{});
+  EXPECT_EQ(image.shape.channels, 1u);
+  expect_planes_match(image, grey, 1.0);
+}
+
+TEST(ImageCodec, SixteenBitPngIsScaledTo255) {
+  const cv::Mat photo = cv::imread((kImages / "fruits.jpg").string(), cv::IMREAD_COLOR);
+  ASSERT_FALSE(photo.empty());
+  cv::Mat deep;
+  photo.convertTo(deep, CV_16UC3, 257.0);  // 255 -> 65535
+  const ImageF32 image = decode_encoded(as_span(encode(deep, ".png")), ImageLimits{});
+  expect_planes_match(image, deep, 255.0 / 65535.0, 1e-3);
+  // Back on the 8-bit scale, the photo's own values come out again.
+  expect_planes_match(image, photo, 1.0, 1e-3);
+
+  cv::Mat deep_grey;
+  cv::cvtColor(deep, deep_grey, cv::COLOR_BGR2GRAY);
+  const ImageF32 grey = decode_encoded(as_span(encode(deep_grey, ".png")), ImageLimits{});
+  EXPECT_EQ(grey.shape.channels, 1u);
+  expect_planes_match(grey, deep_grey, 255.0 / 65535.0, 1e-3);
+
+  // The ends of the range and a value between two 8-bit levels.
+  const cv::Mat extremes = (cv::Mat_<uint16_t>(1, 3) << 0, 65535, 1000);
+  const ImageF32 ends = decode_encoded(as_span(encode(extremes, ".png")), ImageLimits{});
+  ASSERT_EQ(ends.planes.size(), 3u);
+  EXPECT_FLOAT_EQ(ends.planes[0], 0.0f);
+  EXPECT_FLOAT_EQ(ends.planes[1], 255.0f);
+  EXPECT_NEAR(ends.planes[2], 1000 * 255.0 / 65535.0, 1e-4);
+}
+
+TEST(ImageCodec, TruncatedOrGarbageBytesAreInvalidArgument) {
+  const std::string garbage = "this is not an image, just some bytes";
+  const std::string message =
+      invalid_argument_message([&] { (void)decode_encoded(as_span(garbage), ImageLimits{}); });
+  EXPECT_NE(message.find("could not decode"), std::string::npos) << message;
+
+  const std::string png = read_bytes(kImages / "pic1.png");
+  const std::string header_only = png.substr(0, 64);
+  EXPECT_THROW((void)decode_encoded(as_span(header_only), ImageLimits{}), InvalidArgument);
+}
+
+TEST(ImageCodec, EmptyBytesAndNoImageAreInvalidArgument) {
+  v1::ImageInput empty;
+  empty.set_encoded("");
+  EXPECT_NE(invalid_argument_message([&] { (void)decode_image(empty, ImageLimits{}); })
+                .find("empty"),
+            std::string::npos);
+  const v1::ImageInput unset;
+  EXPECT_NE(invalid_argument_message([&] { (void)decode_image(unset, ImageLimits{}); })
+                .find("no image"),
+            std::string::npos);
+}
+
+TEST(ImageCodec, EncodedImageOverTheLimitsIsRefused) {
+  const std::string jpeg = read_bytes(kImages / "aero1.jpg");  // 640x480
+  const std::string too_wide = invalid_argument_message([&] {
+    (void)decode_encoded(as_span(jpeg), ImageLimits{.max_width = 320, .max_height = 8192});
+  });
+  EXPECT_NE(too_wide.find("640x480"), std::string::npos) << too_wide;
+  EXPECT_NE(too_wide.find("320x8192"), std::string::npos) << too_wide;
+  EXPECT_THROW(
+      (void)decode_encoded(as_span(jpeg), ImageLimits{.max_width = 8192, .max_height = 479}),
+      InvalidArgument);
+
+  const std::string too_big = invalid_argument_message([&] {
+    (void)decode_encoded(as_span(jpeg), ImageLimits{.max_bytes = jpeg.size() - 1});
+  });
+  EXPECT_NE(too_big.find("max_image_bytes"), std::string::npos) << too_big;
+  EXPECT_NO_THROW(
+      (void)decode_encoded(as_span(jpeg), ImageLimits{.max_width = 640, .max_height = 480,
+                                                      .max_bytes = jpeg.size()}));
+}
+
+// --- Raw pixels ---------------------------------------------------------------------------------
+
+TEST(ImageCodec, RawU8IsDeinterleavedIntoPlanes) {
+  // 3 wide, 2 high, BGR: value = 100*channel + 10*y + x.
+  std::vector<uint8_t> pixels;
+  for (int y = 0; y < 2; ++y) {
+    for (int x = 0; x < 3; ++x) {
+      for (int c = 0; c < 3; ++c) pixels.push_back(static_cast<uint8_t>(100 * c + 10 * y + x));
+    }
+  }
+  const ImageF32 image =
+      decode_image(raw_input(3, 2, 3, v1::PIXEL_TYPE_U8, bytes_of(pixels)), ImageLimits{});
+  EXPECT_EQ(image.shape, (ImageShape{3, 2, 3}));
+  EXPECT_EQ(image.planes, (std::vector<float>{0, 1, 2, 10, 11, 12,          //
+                                              100, 101, 102, 110, 111, 112,  //
+                                              200, 201, 202, 210, 211, 212}));
+}
+
+TEST(ImageCodec, RawBgraKeepsFourChannels) {
+  std::mt19937 random(7);
+  std::uniform_int_distribution<int> value(0, 255);
+  cv::Mat bgra(5, 7, CV_8UC4);
+  for (auto it = bgra.begin<cv::Vec4b>(); it != bgra.end<cv::Vec4b>(); ++it) {
+    for (int c = 0; c < 4; ++c) (*it)[c] = static_cast<uint8_t>(value(random));
+  }
+  const std::string data(reinterpret_cast<const char*>(bgra.data), bgra.total() * 4);
+  const ImageF32 image = decode_image(raw_input(7, 5, 4, v1::PIXEL_TYPE_U8, data), ImageLimits{});
+  expect_planes_match(image, bgra, 1.0);
+}
+
+TEST(ImageCodec, RawU16IsScaledTo255) {
+  const std::vector<uint16_t> values{0, 257, 65535, 32768, 1, 12345};
+  const ImageF32 image =
+      decode_image(raw_input(3, 2, 1, v1::PIXEL_TYPE_U16, bytes_of(values)), ImageLimits{});
+  ASSERT_EQ(image.planes.size(), values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    EXPECT_NEAR(image.planes[i], values[i] * 255.0 / 65535.0, 1e-3) << i;
+  }
+}
+
+TEST(ImageCodec, RawF32KeepsValuesUnclamped) {
+  // Two BGR pixels; values outside 0..255 pass through as they are.
+  const std::vector<float> values{-1.5f, 0.25f, 300.0f, 17.0f, 254.75f, 1e-3f};
+  const ImageF32 image =
+      decode_image(raw_input(2, 1, 3, v1::PIXEL_TYPE_F32, bytes_of(values)), ImageLimits{});
+  EXPECT_EQ(image.planes, (std::vector<float>{-1.5f, 17.0f, 0.25f, 254.75f, 300.0f, 1e-3f}));
+}
+
+TEST(ImageCodec, RawF32WithNanOrInfinityIsRefused) {
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    const std::vector<float> values{1.0f, 2.0f, bad, 4.0f};
+    const std::string message = invalid_argument_message([&] {
+      (void)decode_image(raw_input(2, 2, 1, v1::PIXEL_TYPE_F32, bytes_of(values)), ImageLimits{});
+    });
+    EXPECT_NE(message.find("NaN or infinite"), std::string::npos) << message;
+  }
+}
+
+TEST(ImageCodec, RawSizeMismatchSaysWhatWasExpected) {
+  const std::string message = invalid_argument_message([] {
+    (void)decode_image(raw_input(4, 4, 1, v1::PIXEL_TYPE_U16, std::string(31, '\1')),
+                       ImageLimits{});
+  });
+  EXPECT_NE(message.find("31 bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find("4*4*1*2 = 32"), std::string::npos) << message;
+}
+
+TEST(ImageCodec, RawShapeAndTypeProblemsAreRefused) {
+  auto message_for = [](uint32_t w, uint32_t h, uint32_t c, v1::PixelType type) {
+    return invalid_argument_message([&] {
+      (void)decode_image(raw_input(w, h, c, type, std::string(std::size_t{w} * h * c, '\1')),
+                         ImageLimits{});
+    });
+  };
+  EXPECT_NE(message_for(0, 4, 1, v1::PIXEL_TYPE_U8).find("zero width"), std::string::npos);
+  EXPECT_NE(message_for(4, 0, 1, v1::PIXEL_TYPE_U8).find("zero width or height"),
+            std::string::npos);
+  EXPECT_NE(message_for(4, 4, 2, v1::PIXEL_TYPE_U8).find("2 channels"), std::string::npos);
+  EXPECT_NE(message_for(4, 4, 5, v1::PIXEL_TYPE_U8).find("5 channels"), std::string::npos);
+  EXPECT_NE(message_for(4, 4, 0, v1::PIXEL_TYPE_U8).find("0 channels"), std::string::npos);
+  EXPECT_NE(message_for(4, 4, 1, v1::PIXEL_TYPE_UNSPECIFIED).find("type is not set"),
+            std::string::npos);
+}
+
+TEST(ImageCodec, RawOverTheLimitsIsRefused) {
+  const ImageLimits small{.max_width = 16, .max_height = 8, .max_bytes = 100};
+  auto decode_raw = [&](uint32_t w, uint32_t h) {
+    return invalid_argument_message([&] {
+      (void)decode_image(raw_input(w, h, 1, v1::PIXEL_TYPE_U8, std::string(std::size_t{w} * h, '\1')),
+                         small);
+    });
+  };
+  EXPECT_NE(decode_raw(17, 4).find("17x4, larger than the server's limit of 16x8"),
+            std::string::npos);
+  EXPECT_NE(decode_raw(4, 9).find("limit of 16x8"), std::string::npos);
+  EXPECT_NE(decode_raw(16, 7).find("max_image_bytes"), std::string::npos);  // 112 > 100 bytes
+  // Huge dimensions are refused before anything is allocated or multiplied out.
+  const std::string huge = invalid_argument_message([&] {
+    (void)decode_image(raw_input(4'000'000'000u, 4'000'000'000u, 4, v1::PIXEL_TYPE_F32, "x"),
+                       ImageLimits{});
+  });
+  EXPECT_NE(huge.find("larger than the server's limit"), std::string::npos) << huge;
+}
+
+// --- PNG output ---------------------------------------------------------------------------------
+
+class EncodePng : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(EncodePng, RoundTripsRandomPixels) {
+  const uint32_t channels = GetParam();
+  const ImageShape shape{37, 23, channels};
+  std::mt19937 random(channels);
+  std::uniform_int_distribution<int> value(0, 255);
+  std::string pixels(shape.values(), '\0');
+  for (char& p : pixels) p = static_cast<char>(value(random));
+
+  const std::string png = encode_png(as_span(pixels), shape);
+  ASSERT_EQ(png.substr(1, 3), "PNG");
+  const std::vector<uint8_t> png_bytes(png.begin(), png.end());
+  const cv::Mat decoded = cv::imdecode(png_bytes, cv::IMREAD_UNCHANGED);
+  ASSERT_EQ(decoded.channels(), static_cast<int>(channels));
+  ASSERT_EQ(decoded.cols, 37);
+  ASSERT_EQ(decoded.rows, 23);
+  ASSERT_TRUE(decoded.isContinuous());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(decoded.data), pixels.size()), pixels);
+
+  // And through the server's own decoder.
+  const ImageF32 planes = decode_encoded(as_span(png), ImageLimits{});
+  expect_planes_match(planes, decoded, 1.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Channels, EncodePng, ::testing::Values(1u, 3u, 4u));
+
+}  // namespace
+}  // namespace svdserve

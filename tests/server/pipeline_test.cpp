@@ -1,0 +1,900 @@
+#include "server/pipeline.hpp"
+
+#include <gtest/gtest.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/errors.hpp"
+#include "kernels/spectrum.hpp"
+#include "server/status_mapping.hpp"
+#include "test_factors.hpp"
+
+namespace svdserve {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::filesystem::path kImages = SVDSERVE_TEST_IMAGES;
+// How long a test waits for completions that must come; a failure, not a hang, if they do not.
+constexpr auto kPatience = 30s;
+constexpr auto kForever = std::chrono::hours(1);  // a batch delay that never expires in a test
+
+// --- Completions ---------------------------------------------------------------------------------
+
+// What one job's on_done saw.
+struct Outcome {
+  int calls = 0;
+  grpc::StatusCode code = grpc::StatusCode::UNKNOWN;
+  std::string message;
+  std::thread::id thread;
+  std::string pixels;
+  uint32_t rank = 0;
+  double relative_error = 0.0;
+  std::shared_ptr<const Factors> factors;
+  std::vector<std::string> evicted_ids;
+  uint32_t batch_size = 0;
+};
+
+// Collects on_done calls by job name and lets a test wait for them.
+class Completions {
+ public:
+  [[nodiscard]] std::function<void(Job&, std::exception_ptr)> handler(const std::string& name) {
+    return [this, name](Job& job, std::exception_ptr error) {
+      const grpc::Status status = to_status(error);
+      std::lock_guard lock(mutex_);
+      Outcome& outcome = outcomes_[name];
+      if (++outcome.calls == 1) {
+        outcome.code = status.error_code();
+        outcome.message = status.error_message();
+        outcome.thread = std::this_thread::get_id();
+        outcome.pixels = job.pixels;
+        outcome.rank = job.rank;
+        outcome.relative_error = job.relative_error;
+        outcome.factors = job.factors;
+        outcome.evicted_ids = job.evicted_ids;
+        outcome.batch_size = job.times.batch_size;
+      }
+      ++total_;
+      changed_.notify_all();
+    };
+  }
+
+  // Waits until at least `count` on_done calls happened in all.
+  [[nodiscard]] bool wait_for(std::size_t count) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, kPatience, [&] { return total_ >= count; });
+  }
+
+  [[nodiscard]] Outcome get(const std::string& name) const {
+    std::lock_guard lock(mutex_);
+    auto it = outcomes_.find(name);
+    return it == outcomes_.end() ? Outcome{} : it->second;
+  }
+  [[nodiscard]] bool has(const std::string& name) const {
+    std::lock_guard lock(mutex_);
+    return outcomes_.contains(name);
+  }
+  [[nodiscard]] std::size_t total() const {
+    std::lock_guard lock(mutex_);
+    return total_;
+  }
+  [[nodiscard]] std::map<std::string, Outcome> all() const {
+    std::lock_guard lock(mutex_);
+    return outcomes_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, Outcome> outcomes_;  // guarded by mutex_
+  std::size_t total_ = 0;                    // guarded by mutex_
+};
+
+// --- A fake backend that counts calls and can be held shut ------------------------------------
+
+class FakeBackend final : public Backend {
+ public:
+  [[nodiscard]] std::string name() const override { return "fake"; }
+  [[nodiscard]] std::string device_description() const override { return "test double"; }
+
+  [[nodiscard]] std::vector<std::shared_ptr<const Factors>> decompose(
+      std::span<const ImageF32* const> images, uint32_t max_rank) override {
+    pass_gate();
+    decompose_calls_ += 1;
+    decompose_images_ += images.size();
+    if (fail_decompose_) throw InternalError("solver failed on purpose");
+    std::vector<std::shared_ptr<const Factors>> factors;
+    for (const ImageF32* image : images) {
+      const uint32_t rank = std::min(max_rank, image->shape.full_rank());
+      factors.push_back(
+          fakes::make_test_factors(image->shape, rank, factor_bytes_f32(image->shape, rank)));
+    }
+    return factors;
+  }
+
+  // Writes the rank into every byte, so a test can tell whose pixels it got.
+  void reconstruct(std::span<const ReconstructItem> items) override {
+    pass_gate();
+    reconstruct_calls_ += 1;
+    reconstruct_items_ += items.size();
+    for (const ReconstructItem& item : items) {
+      std::fill(item.output.begin(), item.output.end(), static_cast<std::byte>(item.rank));
+    }
+  }
+
+  void start_profiling() override { throw FailedPrecondition("fake backend"); }
+  void stop_profiling() override { throw FailedPrecondition("fake backend"); }
+
+  // While closed, every call waits inside the backend.
+  void close_gate() {
+    std::lock_guard lock(mutex_);
+    gate_open_ = false;
+  }
+  void open_gate() {
+    {
+      std::lock_guard lock(mutex_);
+      gate_open_ = true;
+    }
+    changed_.notify_all();
+  }
+  // Waits until `calls` calls have entered the backend (waiting at the gate or past it).
+  [[nodiscard]] bool wait_until_entered(int calls) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, kPatience, [&] { return entered_ >= calls; });
+  }
+
+  void set_fail_decompose(bool fail) { fail_decompose_ = fail; }
+  [[nodiscard]] int decompose_calls() const { return decompose_calls_; }
+  [[nodiscard]] std::size_t decompose_images() const { return decompose_images_; }
+  [[nodiscard]] int reconstruct_calls() const { return reconstruct_calls_; }
+  [[nodiscard]] std::size_t reconstruct_items() const { return reconstruct_items_; }
+
+ private:
+  void pass_gate() {
+    std::unique_lock lock(mutex_);
+    ++entered_;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return gate_open_; });
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool gate_open_ = true;  // guarded by mutex_
+  int entered_ = 0;        // guarded by mutex_
+  std::atomic<bool> fail_decompose_{false};
+  std::atomic<int> decompose_calls_{0};
+  std::atomic<std::size_t> decompose_images_{0};
+  std::atomic<int> reconstruct_calls_{0};
+  std::atomic<std::size_t> reconstruct_items_{0};
+};
+
+// --- Jobs ---------------------------------------------------------------------------------------
+
+const ImageShape kSmall{16, 12, 3};
+
+JobPtr decompose_job(const v1::ImageInput* input, std::string id, uint32_t max_rank) {
+  auto job = std::make_unique<Job>();
+  job->kind = JobKind::decompose;
+  job->input = input;
+  job->image_id = std::move(id);
+  job->max_rank = max_rank;
+  return job;
+}
+
+JobPtr decompose_file_job(const std::filesystem::path& path, std::string id, uint32_t max_rank) {
+  auto job = std::make_unique<Job>();
+  job->kind = JobKind::decompose;
+  job->source_path = path.string();
+  job->image_id = std::move(id);
+  job->max_rank = max_rank;
+  return job;
+}
+
+JobPtr reconstruct_job(std::shared_ptr<const Factors> factors, RankSelection choice,
+                       v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8) {
+  auto job = std::make_unique<Job>();
+  job->kind = JobKind::reconstruct;
+  job->factors = std::move(factors);
+  job->rank_choice = choice;
+  job->format = format;
+  return job;
+}
+
+JobPtr compress_job(const v1::ImageInput* input, RankSelection choice,
+                    v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8) {
+  auto job = std::make_unique<Job>();
+  job->kind = JobKind::compress;
+  job->input = input;
+  job->rank_choice = choice;
+  job->format = format;
+  return job;
+}
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  EXPECT_TRUE(file) << "cannot read " << path;
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+v1::ImageInput encoded_input(const std::filesystem::path& path) {
+  v1::ImageInput input;
+  input.set_encoded(read_bytes(path));
+  return input;
+}
+
+// A small random u8 image, never flat.
+v1::ImageInput random_raw_input(ImageShape shape, unsigned seed) {
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<int> value(0, 255);
+  std::string data(shape.values(), '\0');
+  for (char& byte : data) byte = static_cast<char>(value(random));
+  v1::ImageInput input;
+  v1::RawImage* raw = input.mutable_raw();
+  raw->set_width(shape.width);
+  raw->set_height(shape.height);
+  raw->set_channels(shape.channels);
+  raw->set_type(v1::PIXEL_TYPE_U8);
+  raw->set_data(std::move(data));
+  return input;
+}
+
+PipelineOptions small_options() {
+  PipelineOptions options;
+  options.loader_threads = 1;
+  options.worker_threads = 2;
+  options.queue_capacity = 64;
+  options.batcher = {.max_batch_size = 4, .max_queue_delay = 200us};
+  return options;
+}
+
+// Pixels the backend writes for one item, called directly.
+std::string direct_reconstruct(Backend& backend, const Factors& factors, uint32_t rank,
+                               OutputPixels pixels) {
+  std::string out(factors.shape().values() * bytes_per_value(pixels), '\0');
+  const ReconstructItem item{&factors, rank, pixels,
+                             std::as_writable_bytes(std::span(out.data(), out.size()))};
+  backend.reconstruct(std::span(&item, 1));
+  return out;
+}
+
+int max_u8_difference(const std::string& a, const std::string& b) {
+  EXPECT_EQ(a.size(), b.size());
+  int worst = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    worst = std::max(worst, std::abs(static_cast<int>(static_cast<uint8_t>(a[i])) -
+                                     static_cast<int>(static_cast<uint8_t>(b[i]))));
+  }
+  return worst;
+}
+
+float max_f32_difference(const std::string& a, const std::string& b) {
+  EXPECT_EQ(a.size(), b.size());
+  const std::size_t n = std::min(a.size(), b.size()) / sizeof(float);
+  std::vector<float> x(n);
+  std::vector<float> y(n);
+  std::memcpy(x.data(), a.data(), n * sizeof(float));
+  std::memcpy(y.data(), b.data(), n * sizeof(float));
+  float worst = 0;
+  for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  return worst;
+}
+
+// Root-mean-square distance between a planar float image and interleaved u8 pixels.
+double rms_difference(const ImageF32& image, const std::string& interleaved) {
+  const ImageShape& s = image.shape;
+  double sum = 0;
+  for (uint32_t c = 0; c < s.channels; ++c) {
+    for (std::size_t p = 0; p < s.pixels_per_channel(); ++p) {
+      const double d = image.plane(c)[p] -
+                       static_cast<double>(static_cast<uint8_t>(interleaved[p * s.channels + c]));
+      sum += d * d;
+    }
+  }
+  return std::sqrt(sum / static_cast<double>(s.values()));
+}
+
+// --- resolve_rank -------------------------------------------------------------------------------
+
+TEST(ResolveRank, AcceptsRanksWithinTheKeptOnes) {
+  const auto factors = fakes::make_test_factors(kSmall, 8, 1);
+  EXPECT_EQ(resolve_rank({.rank = 1}, *factors), 1u);
+  EXPECT_EQ(resolve_rank({.rank = 8}, *factors), 8u);
+  EXPECT_EQ(resolve_rank({.energy_fraction = 1.0}, *factors),
+            rank_for_energy(factors->all_singular_values(), 1.0));
+  EXPECT_EQ(resolve_rank({.energy_fraction = 0.5}, *factors),
+            rank_for_energy(factors->all_singular_values(), 0.5));
+}
+
+TEST(ResolveRank, RefusesZeroTooHighAndBadFractions) {
+  const auto factors = fakes::make_test_factors(kSmall, 8, 1);
+  EXPECT_THROW((void)resolve_rank({.rank = 0}, *factors), InvalidArgument);
+  try {
+    (void)resolve_rank({.rank = 9}, *factors);
+    FAIL() << "rank 9 of 8 accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 9 is above the 8"), std::string::npos) << e.what();
+  }
+  for (double fraction : {-0.1, 1.5, std::nan("")}) {
+    EXPECT_THROW((void)resolve_rank({.energy_fraction = fraction}, *factors), InvalidArgument)
+        << fraction;
+  }
+}
+
+// --- On the real CPU backend --------------------------------------------------------------------
+
+class CpuPipeline : public ::testing::Test {
+ protected:
+  std::unique_ptr<Backend> backend_ = make_cpu_backend(2);
+  FactorStore store_{std::size_t{1} << 30, FullStoreAction::evict_lru, 64};
+  Stats stats_;
+  Completions completions_;
+};
+
+TEST_F(CpuPipeline, DecomposedRealImagesEndUpInTheStore) {
+  constexpr uint32_t kMaxRank = 24;
+  const std::vector<std::string> files = {"baboon.jpg", "home.jpg", "gradient.png"};
+  std::deque<v1::ImageInput> inputs;  // requests outlive their jobs
+  {
+    PipelineOptions options = small_options();
+    options.loader_threads = 2;
+    Pipeline pipeline(options, *backend_, store_, stats_);
+    for (const std::string& file : files) {
+      inputs.push_back(encoded_input(kImages / file));
+      JobPtr job = decompose_job(&inputs.back(), file, kMaxRank);
+      job->on_done = completions_.handler(file);
+      pipeline.submit(std::move(job));
+    }
+    // The same photo again (joins baboon's batch when it can), and one read from disk.
+    JobPtr again = decompose_job(&inputs.front(), "baboon-again", kMaxRank);
+    again->on_done = completions_.handler("baboon-again");
+    pipeline.submit(std::move(again));
+    JobPtr from_file = decompose_file_job(kImages / "pic1.png", "dir/pic1.png", kMaxRank);
+    from_file->on_done = completions_.handler("dir/pic1.png");
+    pipeline.submit(std::move(from_file));
+    ASSERT_TRUE(completions_.wait_for(files.size() + 2));
+  }
+
+  std::map<std::string, std::string> id_to_file = {{"baboon-again", "baboon.jpg"},
+                                                   {"dir/pic1.png", "pic1.png"}};
+  for (const std::string& file : files) id_to_file[file] = file;
+  for (const auto& [id, file] : id_to_file) {
+    SCOPED_TRACE(id);
+    const Outcome outcome = completions_.get(id);
+    EXPECT_EQ(outcome.calls, 1);
+    ASSERT_EQ(outcome.code, grpc::StatusCode::OK) << outcome.message;
+    const cv::Mat reference = cv::imread((kImages / file).string(), cv::IMREAD_UNCHANGED);
+    const ImageShape shape{static_cast<uint32_t>(reference.cols),
+                           static_cast<uint32_t>(reference.rows),
+                           static_cast<uint32_t>(reference.channels())};
+    const auto info = store_.info(id);
+    ASSERT_TRUE(info);
+    EXPECT_TRUE(info->resident);
+    EXPECT_EQ(info->shape, shape);
+    EXPECT_EQ(info->rank_kept, kMaxRank);
+    EXPECT_EQ(info->bytes, factor_bytes_f32(shape, kMaxRank));
+    EXPECT_EQ(store_.peek(id), outcome.factors) << "the job carries what the store holds";
+    EXPECT_TRUE(outcome.evicted_ids.empty());
+    const std::span<const float> values = outcome.factors->singular_values(0);
+    EXPECT_GT(values.front(), 0.0f);
+    EXPECT_TRUE(std::is_sorted(values.rbegin(), values.rend())) << "largest first";
+  }
+  EXPECT_EQ(store_.images_resident(), id_to_file.size());
+  // The same pixels give the same spectrum.
+  const auto first = completions_.get("baboon.jpg").factors->singular_values(0);
+  const auto again = completions_.get("baboon-again").factors->singular_values(0);
+  for (std::size_t i = 0; i < first.size(); ++i) EXPECT_NEAR(first[i], again[i], 1e-3f * first[0]);
+
+  v1::GetStatsResponse response;
+  stats_.fill(response);
+  EXPECT_GE(response.batches(), 1u);
+  EXPECT_LE(response.batches(), id_to_file.size());
+}
+
+TEST_F(CpuPipeline, ReconstructMatchesTheBackendWithinOneGreyLevel) {
+  const std::string bytes = read_bytes(kImages / "butterfly.jpg");
+  const ImageF32 image = decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), {});
+  const ImageF32* images[] = {&image};
+  constexpr uint32_t kKept = 40;
+  const std::shared_ptr<const Factors> factors = backend_->decompose(images, kKept).front();
+  constexpr double kEnergy = 0.95;
+  const uint32_t energy_rank = rank_for_energy(factors->all_singular_values(), kEnergy, factors->energy());
+  ASSERT_GT(energy_rank, 0u);
+
+  struct Ask {
+    std::string name;
+    RankSelection choice;
+    v1::OutputFormat format;
+  };
+  const std::vector<Ask> asks = {
+      {"rank5-u8", {.rank = 5}, v1::OUTPUT_FORMAT_RAW_U8},
+      {"rank40-u8", {.rank = kKept}, v1::OUTPUT_FORMAT_RAW_U8},
+      {"rank20-png", {.rank = 20}, v1::OUTPUT_FORMAT_PNG},
+      {"rank12-f32", {.rank = 12}, v1::OUTPUT_FORMAT_RAW_F32},
+      {"energy-u8", {.energy_fraction = kEnergy}, v1::OUTPUT_FORMAT_UNSPECIFIED},
+      {"rank0", {.rank = 0}, v1::OUTPUT_FORMAT_RAW_U8},
+      {"rank41", {.rank = kKept + 1}, v1::OUTPUT_FORMAT_RAW_U8},
+  };
+  {
+    PipelineOptions options = small_options();
+    options.batcher.max_batch_size = 8;
+    Pipeline pipeline(options, *backend_, store_, stats_);
+    for (const Ask& ask : asks) {
+      JobPtr job = reconstruct_job(factors, ask.choice, ask.format);
+      job->on_done = completions_.handler(ask.name);
+      pipeline.submit(std::move(job));
+    }
+    ASSERT_TRUE(completions_.wait_for(asks.size()));
+  }
+
+  auto expect_u8_close = [&](const std::string& name, uint32_t rank) -> std::string {
+    SCOPED_TRACE(name);
+    const Outcome outcome = completions_.get(name);
+    EXPECT_EQ(outcome.code, grpc::StatusCode::OK) << outcome.message;
+    EXPECT_EQ(outcome.rank, rank);
+    EXPECT_NEAR(outcome.relative_error,
+                relative_error_at_rank(factors->all_singular_values(), rank, factors->energy()), 1e-9);
+    EXPECT_LE(max_u8_difference(outcome.pixels,
+                                direct_reconstruct(*backend_, *factors, rank, OutputPixels::u8)),
+              1);
+    return outcome.pixels;
+  };
+  const std::string rank5 = expect_u8_close("rank5-u8", 5);
+  const std::string rank40 = expect_u8_close("rank40-u8", kKept);
+  (void)expect_u8_close("energy-u8", energy_rank);
+  // More rank, closer to the photo.
+  EXPECT_LT(rms_difference(image, rank40), rms_difference(image, rank5));
+  // All kept triplets of a truncated decomposition: the error is what was never kept, > 0.
+  EXPECT_GT(completions_.get("rank40-u8").relative_error, 0.01);
+
+  {
+    const Outcome png = completions_.get("rank20-png");
+    ASSERT_EQ(png.code, grpc::StatusCode::OK) << png.message;
+    const std::vector<uint8_t> png_bytes(png.pixels.begin(), png.pixels.end());
+    const cv::Mat decoded = cv::imdecode(png_bytes, cv::IMREAD_UNCHANGED);
+    ASSERT_EQ(decoded.cols, static_cast<int>(image.shape.width));
+    ASSERT_EQ(decoded.rows, static_cast<int>(image.shape.height));
+    ASSERT_EQ(decoded.channels(), static_cast<int>(image.shape.channels));
+    const std::string decoded_pixels(reinterpret_cast<const char*>(decoded.data),
+                                     decoded.total() * decoded.elemSize());
+    EXPECT_LE(max_u8_difference(decoded_pixels,
+                                direct_reconstruct(*backend_, *factors, 20, OutputPixels::u8)),
+              1);
+  }
+  {
+    const Outcome f32 = completions_.get("rank12-f32");
+    ASSERT_EQ(f32.code, grpc::StatusCode::OK) << f32.message;
+    ASSERT_EQ(f32.pixels.size(), image.shape.values() * sizeof(float));
+    EXPECT_LE(max_f32_difference(f32.pixels,
+                                 direct_reconstruct(*backend_, *factors, 12, OutputPixels::f32)),
+              1.0f);
+  }
+  EXPECT_EQ(completions_.get("rank0").code, grpc::StatusCode::INVALID_ARGUMENT);
+  const Outcome too_high = completions_.get("rank41");
+  EXPECT_EQ(too_high.code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(too_high.message.find("max_rank"), std::string::npos) << too_high.message;
+  for (const auto& [name, outcome] : completions_.all()) EXPECT_EQ(outcome.calls, 1) << name;
+}
+
+TEST_F(CpuPipeline, CompressMatchesDecomposeThenReconstruct) {
+  const v1::ImageInput input = encoded_input(kImages / "messi5.jpg");
+  constexpr uint32_t kRank = 12;
+  {
+    Pipeline pipeline(small_options(), *backend_, store_, stats_);
+    JobPtr job = compress_job(&input, {.rank = kRank});
+    job->on_done = completions_.handler("compress");
+    pipeline.submit(std::move(job));
+    JobPtr too_high = compress_job(&input, {.rank = 10'000});
+    too_high->on_done = completions_.handler("too-high");
+    pipeline.submit(std::move(too_high));
+    ASSERT_TRUE(completions_.wait_for(2));
+  }
+  const ImageF32 image = decode_image(input, {});
+  const ImageF32* images[] = {&image};
+  const auto factors = backend_->decompose(images, kRank).front();
+
+  const Outcome outcome = completions_.get("compress");
+  ASSERT_EQ(outcome.code, grpc::StatusCode::OK) << outcome.message;
+  EXPECT_EQ(outcome.rank, kRank);
+  EXPECT_LE(max_u8_difference(outcome.pixels,
+                              direct_reconstruct(*backend_, *factors, kRank, OutputPixels::u8)),
+            1);
+  EXPECT_EQ(store_.images_resident(), 0u) << "compress keeps nothing";
+
+  const Outcome too_high = completions_.get("too-high");
+  EXPECT_EQ(too_high.code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(too_high.message.find("full rank 342"), std::string::npos) << too_high.message;
+}
+
+// --- On the fake backend ------------------------------------------------------------------------
+
+class FakePipeline : public ::testing::Test {
+ protected:
+  FakeBackend backend_;
+  FactorStore store_{std::size_t{1} << 30, FullStoreAction::evict_lru, 64};
+  Stats stats_;
+  Completions completions_;
+  std::deque<v1::ImageInput> inputs_;  // requests outlive their jobs
+
+  const v1::ImageInput* small_input(unsigned seed = 1) {
+    inputs_.push_back(random_raw_input(kSmall, seed));
+    return &inputs_.back();
+  }
+  std::shared_ptr<const Factors> small_factors() {
+    return fakes::make_test_factors(kSmall, 8, factor_bytes_f32(kSmall, 8));
+  }
+  void submit(Pipeline& pipeline, JobPtr job, const std::string& name) {
+    job->on_done = completions_.handler(name);
+    pipeline.submit(std::move(job));
+  }
+};
+
+TEST_F(FakePipeline, CancelledJobsNeverReachTheBackend) {
+  Pipeline pipeline(small_options(), backend_, store_, stats_);
+  JobPtr reconstruct = reconstruct_job(small_factors(), {.rank = 3});
+  reconstruct->is_cancelled = [] { return true; };
+  submit(pipeline, std::move(reconstruct), "reconstruct");
+  JobPtr decompose = decompose_job(small_input(), "d", 4);
+  decompose->is_cancelled = [] { return true; };
+  submit(pipeline, std::move(decompose), "decompose");
+  JobPtr compress = compress_job(small_input(), {.rank = 2});
+  compress->is_cancelled = [] { return true; };
+  submit(pipeline, std::move(compress), "compress");
+  ASSERT_TRUE(completions_.wait_for(3));
+
+  for (const char* name : {"reconstruct", "decompose", "compress"}) {
+    const Outcome outcome = completions_.get(name);
+    EXPECT_EQ(outcome.code, grpc::StatusCode::CANCELLED) << name << ": " << outcome.message;
+    EXPECT_EQ(outcome.calls, 1) << name;
+  }
+  EXPECT_EQ(backend_.decompose_calls(), 0);
+  EXPECT_EQ(backend_.reconstruct_calls(), 0);
+  EXPECT_FALSE(store_.info("d"));
+}
+
+TEST_F(FakePipeline, JobCancelledWhileQueuedIsDroppedFromItsBatch) {
+  PipelineOptions options = small_options();
+  options.worker_threads = 1;
+  Pipeline pipeline(options, backend_, store_, stats_);
+
+  backend_.close_gate();
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 1}), "first");
+  ASSERT_TRUE(backend_.wait_until_entered(1));  // the only worker is now held in the backend
+
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  const auto factors = small_factors();
+  JobPtr doomed = reconstruct_job(factors, {.rank = 2});
+  doomed->is_cancelled = [cancelled] { return cancelled->load(); };
+  submit(pipeline, std::move(doomed), "doomed");
+  submit(pipeline, reconstruct_job(factors, {.rank = 3}), "survivor");
+  cancelled->store(true);  // the client gives up while its job waits
+  backend_.open_gate();
+  ASSERT_TRUE(completions_.wait_for(3));
+
+  EXPECT_EQ(completions_.get("first").code, grpc::StatusCode::OK);
+  EXPECT_EQ(completions_.get("doomed").code, grpc::StatusCode::CANCELLED);
+  const Outcome survivor = completions_.get("survivor");
+  ASSERT_EQ(survivor.code, grpc::StatusCode::OK) << survivor.message;
+  EXPECT_EQ(survivor.pixels, std::string(kSmall.values(), '\3'));
+  EXPECT_EQ(backend_.reconstruct_items(), 2u) << "only first and survivor were computed";
+}
+
+TEST_F(FakePipeline, JobsPastTheirDeadlineAreNotComputed) {
+  Pipeline pipeline(small_options(), backend_, store_, stats_);
+  const Clock::time_point past = Clock::now() - 1ms;
+  JobPtr reconstruct = reconstruct_job(small_factors(), {.rank = 3});
+  reconstruct->deadline = past;
+  submit(pipeline, std::move(reconstruct), "reconstruct");
+  JobPtr decompose = decompose_job(small_input(), "d", 4);
+  decompose->deadline = past;
+  submit(pipeline, std::move(decompose), "decompose");
+  ASSERT_TRUE(completions_.wait_for(2));
+
+  for (const char* name : {"reconstruct", "decompose"}) {
+    const Outcome outcome = completions_.get(name);
+    EXPECT_EQ(outcome.code, grpc::StatusCode::DEADLINE_EXCEEDED) << name << ": " << outcome.message;
+    EXPECT_NE(outcome.message.find("deadline"), std::string::npos) << outcome.message;
+  }
+  EXPECT_EQ(backend_.decompose_calls(), 0);
+  EXPECT_EQ(backend_.reconstruct_calls(), 0);
+}
+
+TEST_F(FakePipeline, DeadlinePassingWhileQueuedIsDeadlineExceeded) {
+  PipelineOptions options = small_options();
+  options.worker_threads = 1;
+  Pipeline pipeline(options, backend_, store_, stats_);
+  backend_.close_gate();
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 1}), "first");
+  ASSERT_TRUE(backend_.wait_until_entered(1));
+
+  JobPtr late = reconstruct_job(small_factors(), {.rank = 2});
+  late->deadline = Clock::now() + 5ms;
+  const Clock::time_point deadline = late->deadline;
+  submit(pipeline, std::move(late), "late");
+  std::this_thread::sleep_until(deadline + 1ms);  // the condition itself: the deadline has passed
+  backend_.open_gate();
+  ASSERT_TRUE(completions_.wait_for(2));
+  EXPECT_EQ(completions_.get("late").code, grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(backend_.reconstruct_items(), 1u);
+}
+
+TEST_F(FakePipeline, FullQueueRefusesAtSubmitOnTheCallingThread) {
+  PipelineOptions options = small_options();
+  options.queue_capacity = 1;
+  options.worker_threads = 1;
+  options.batcher.max_batch_size = 1;
+  Pipeline pipeline(options, backend_, store_, stats_);
+  backend_.close_gate();
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 1}), "job0");
+  ASSERT_TRUE(backend_.wait_until_entered(1));
+
+  // With the only worker held, a few jobs fit between the queues and the batcher; then admission
+  // must refuse. While the worker is held nothing admitted can complete, so a completion right
+  // after submit() is a refusal.
+  constexpr int kMaxJobs = 100;
+  int jobs = 1;
+  int refused = 0;
+  while (refused < 3) {
+    ASSERT_LT(jobs, kMaxJobs) << "admission never refused";
+    const std::string name = "job" + std::to_string(jobs++);
+    submit(pipeline, reconstruct_job(small_factors(), {.rank = 1}), name);
+    if (!completions_.has(name)) continue;
+    const Outcome outcome = completions_.get(name);
+    ++refused;
+    EXPECT_EQ(outcome.code, grpc::StatusCode::RESOURCE_EXHAUSTED) << outcome.message;
+    EXPECT_NE(outcome.message.find("queue is full (1 jobs)"), std::string::npos)
+        << outcome.message;
+    EXPECT_EQ(outcome.thread, std::this_thread::get_id()) << "refusals complete inside submit";
+  }
+
+  backend_.open_gate();
+  ASSERT_TRUE(completions_.wait_for(static_cast<std::size_t>(jobs)));
+  int computed = 0;
+  for (const auto& [name, outcome] : completions_.all()) {
+    EXPECT_EQ(outcome.calls, 1) << name;
+    if (outcome.code == grpc::StatusCode::OK) ++computed;
+  }
+  EXPECT_EQ(computed + refused, jobs);
+  EXPECT_EQ(backend_.reconstruct_items(), static_cast<std::size_t>(computed));
+}
+
+TEST_F(FakePipeline, WaitForRoomGivesUpAtTheDeadlineOrGetsIn) {
+  PipelineOptions options = small_options();
+  options.queue_capacity = 1;
+  options.worker_threads = 1;
+  options.batcher.max_batch_size = 1;
+  Pipeline pipeline(options, backend_, store_, stats_);
+  backend_.close_gate();
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 1}), "held");
+  ASSERT_TRUE(backend_.wait_until_entered(1));
+
+  // Jobs that wait a little for room get in until everything behind the held worker is full;
+  // then one waits out its deadline inside submit() and is refused.
+  int impatient = 0;
+  for (;; ++impatient) {
+    ASSERT_LT(impatient, 100) << "the queues never filled";
+    const std::string name = "impatient" + std::to_string(impatient);
+    JobPtr job = reconstruct_job(small_factors(), {.rank = 1});
+    job->wait_for_room = true;
+    job->deadline = Clock::now() + 10ms;
+    submit(pipeline, std::move(job), name);
+    if (!completions_.has(name)) continue;
+    const Outcome outcome = completions_.get(name);
+    EXPECT_EQ(outcome.code, grpc::StatusCode::RESOURCE_EXHAUSTED) << outcome.message;
+    break;
+  }
+
+  std::thread patient_client([&] {
+    JobPtr patient = reconstruct_job(small_factors(), {.rank = 2});
+    patient->wait_for_room = true;
+    patient->deadline = Clock::now() + kPatience;
+    submit(pipeline, std::move(patient), "patient");
+  });
+  backend_.open_gate();
+  patient_client.join();
+  ASSERT_TRUE(completions_.wait_for(static_cast<std::size_t>(impatient) + 3));
+  EXPECT_EQ(completions_.get("patient").code, grpc::StatusCode::OK);
+  EXPECT_EQ(completions_.get("held").code, grpc::StatusCode::OK);
+}
+
+TEST_F(FakePipeline, ShutdownDrainsAdmittedJobsThenRefuses) {
+  PipelineOptions options = small_options();
+  options.batcher = {.max_batch_size = 4, .max_queue_delay = kForever};  // only size or shutdown
+  Pipeline pipeline(options, backend_, store_, stats_);
+  constexpr int kReconstructs = 6;
+  constexpr int kDecomposes = 5;
+  for (int i = 0; i < kReconstructs; ++i) {
+    submit(pipeline, reconstruct_job(small_factors(), {.rank = 2}), "r" + std::to_string(i));
+  }
+  for (int i = 0; i < kDecomposes; ++i) {
+    const std::string id = "d" + std::to_string(i);
+    submit(pipeline, decompose_job(small_input(static_cast<unsigned>(i)), id, 4), id);
+  }
+  pipeline.shutdown();  // returns once every admitted job is finished
+
+  EXPECT_EQ(completions_.total(), static_cast<std::size_t>(kReconstructs + kDecomposes));
+  for (const auto& [name, outcome] : completions_.all()) {
+    EXPECT_EQ(outcome.calls, 1) << name;
+    EXPECT_EQ(outcome.code, grpc::StatusCode::OK) << name << ": " << outcome.message;
+  }
+  for (int i = 0; i < kDecomposes; ++i) EXPECT_TRUE(store_.info("d" + std::to_string(i)));
+  EXPECT_EQ(backend_.reconstruct_items(), static_cast<std::size_t>(kReconstructs));
+  EXPECT_EQ(backend_.decompose_images(), static_cast<std::size_t>(kDecomposes));
+  EXPECT_EQ(pipeline.decode_queue_depth(), 0u);
+  EXPECT_EQ(pipeline.compute_queue_depth(), 0u);
+
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 2}), "late-reconstruct");
+  submit(pipeline, decompose_job(small_input(), "late", 4), "late-decompose");
+  for (const char* name : {"late-reconstruct", "late-decompose"}) {
+    ASSERT_TRUE(completions_.has(name)) << "refused inside submit";
+    const Outcome outcome = completions_.get(name);
+    EXPECT_EQ(outcome.code, grpc::StatusCode::UNAVAILABLE) << outcome.message;
+    EXPECT_EQ(outcome.calls, 1);
+  }
+  EXPECT_FALSE(store_.info("late"));
+  pipeline.shutdown();  // idempotent
+}
+
+TEST_F(FakePipeline, FailedBatchFailsItsJobsAndServingGoesOn) {
+  PipelineOptions options = small_options();
+  options.batcher = {.max_batch_size = 2, .max_queue_delay = kForever};
+  Pipeline pipeline(options, backend_, store_, stats_);
+  backend_.set_fail_decompose(true);
+  submit(pipeline, decompose_job(small_input(1), "a", 4), "a");
+  submit(pipeline, decompose_job(small_input(2), "b", 4), "b");
+  ASSERT_TRUE(completions_.wait_for(2));
+  for (const char* name : {"a", "b"}) {
+    const Outcome outcome = completions_.get(name);
+    EXPECT_EQ(outcome.code, grpc::StatusCode::INTERNAL) << name;
+    EXPECT_NE(outcome.message.find("solver failed on purpose"), std::string::npos)
+        << outcome.message;
+    EXPECT_FALSE(store_.info(name));
+  }
+
+  backend_.set_fail_decompose(false);
+  submit(pipeline, decompose_job(small_input(3), "c", 4), "c");
+  submit(pipeline, decompose_job(small_input(4), "d", 4), "d");
+  ASSERT_TRUE(completions_.wait_for(4));
+  EXPECT_EQ(completions_.get("c").code, grpc::StatusCode::OK);
+  EXPECT_EQ(completions_.get("c").batch_size, 2u);
+  EXPECT_TRUE(store_.info("c"));
+}
+
+TEST_F(FakePipeline, DecodeErrorsFailOnlyTheirJob) {
+  Pipeline pipeline(small_options(), backend_, store_, stats_);
+  inputs_.emplace_back();
+  inputs_.back().set_encoded("not an image");
+  submit(pipeline, decompose_job(&inputs_.back(), "garbage", 4), "garbage");
+  JobPtr missing = decompose_file_job(kImages / "no-such-file.png", "missing", 4);
+  submit(pipeline, std::move(missing), "missing");
+  submit(pipeline, decompose_job(small_input(), "fine", 4), "fine");
+  ASSERT_TRUE(completions_.wait_for(3));
+  EXPECT_EQ(completions_.get("garbage").code, grpc::StatusCode::INVALID_ARGUMENT);
+  const Outcome missing_outcome = completions_.get("missing");
+  EXPECT_EQ(missing_outcome.code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(missing_outcome.message.find("no-such-file.png"), std::string::npos);
+  EXPECT_EQ(completions_.get("fine").code, grpc::StatusCode::OK);
+}
+
+TEST_F(FakePipeline, StoreOutcomesReachTheJob) {
+  // Room for exactly one small image: the second evicts the first.
+  const std::size_t one_image = factor_bytes_f32(kSmall, 4);
+  FactorStore tight(one_image, FullStoreAction::evict_lru, 8);
+  FactorStore refusing(one_image, FullStoreAction::reject, 8);
+  {
+    Pipeline pipeline(small_options(), backend_, tight, stats_);
+    submit(pipeline, decompose_job(small_input(1), "first", 4), "first");
+    ASSERT_TRUE(completions_.wait_for(1));
+    submit(pipeline, decompose_job(small_input(2), "second", 4), "second");
+    ASSERT_TRUE(completions_.wait_for(2));
+  }
+  EXPECT_EQ(completions_.get("second").evicted_ids, std::vector<std::string>{"first"});
+  {
+    Pipeline pipeline(small_options(), backend_, refusing, stats_);
+    submit(pipeline, decompose_job(small_input(1), "kept", 4), "kept");
+    ASSERT_TRUE(completions_.wait_for(3));
+    submit(pipeline, decompose_job(small_input(2), "refused", 4), "refused");
+    ASSERT_TRUE(completions_.wait_for(4));
+  }
+  EXPECT_EQ(completions_.get("kept").code, grpc::StatusCode::OK);
+  EXPECT_EQ(completions_.get("refused").code, grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(refusing.info("kept"));
+  EXPECT_FALSE(refusing.info("refused"));
+}
+
+TEST_F(FakePipeline, OutputOverTheMessageLimitIsResourceExhausted) {
+  PipelineOptions options = small_options();
+  options.max_output_bytes = kSmall.values();  // u8 fits exactly, f32 does not
+  Pipeline pipeline(options, backend_, store_, stats_);
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 2}, v1::OUTPUT_FORMAT_RAW_U8), "u8");
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 2}, v1::OUTPUT_FORMAT_RAW_F32),
+         "f32");
+  ASSERT_TRUE(completions_.wait_for(2));
+  EXPECT_EQ(completions_.get("u8").code, grpc::StatusCode::OK);
+  const Outcome f32 = completions_.get("f32");
+  EXPECT_EQ(f32.code, grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(f32.message.find("max_message_bytes"), std::string::npos) << f32.message;
+}
+
+// Many clients, every kind of outcome at once: each job's on_done runs exactly once.
+TEST_F(FakePipeline, EveryJobCompletesExactlyOnce) {
+  PipelineOptions options = small_options();
+  options.queue_capacity = 8;  // small enough that some submits are refused
+  options.loader_threads = 2;
+  options.batcher = {.max_batch_size = 3, .max_queue_delay = 50us};
+  constexpr int kClients = 3;
+  constexpr int kJobsPerClient = 100;
+  // Inputs are made up front: the clients only read them.
+  const v1::ImageInput good = random_raw_input(kSmall, 5);
+  v1::ImageInput bad;
+  bad.mutable_raw()->set_width(4);
+  bad.mutable_raw()->set_height(4);
+  bad.mutable_raw()->set_channels(1);
+  bad.mutable_raw()->set_type(v1::PIXEL_TYPE_U8);
+  bad.mutable_raw()->set_data("short");
+  const auto factors = small_factors();
+
+  std::map<grpc::StatusCode, int> codes;
+  {
+    Pipeline pipeline(options, backend_, store_, stats_);
+    std::vector<std::thread> clients;
+    for (int c = 0; c < kClients; ++c) {
+      clients.emplace_back([&, c] {
+        for (int i = 0; i < kJobsPerClient; ++i) {
+          const std::string name = std::to_string(c) + "/" + std::to_string(i);
+          JobPtr job;
+          switch (i % 6) {
+            case 0: job = reconstruct_job(factors, {.rank = 1 + static_cast<uint32_t>(i % 8)}); break;
+            case 1: job = decompose_job(&good, name, 4); break;
+            case 2: job = compress_job(&good, {.rank = 3}, v1::OUTPUT_FORMAT_PNG); break;
+            case 3: job = reconstruct_job(factors, {.rank = 99}); break;  // invalid rank
+            case 4: job = decompose_job(&bad, name, 4); break;            // decode error
+            case 5:
+              job = reconstruct_job(factors, {.rank = 2});
+              if (i % 4 == 1) job->is_cancelled = [] { return true; };
+              else job->deadline = Clock::now() - 1ms;
+              break;
+          }
+          submit(pipeline, std::move(job), name);
+        }
+      });
+    }
+    for (auto& client : clients) client.join();
+    pipeline.shutdown();
+  }
+
+  const auto outcomes = completions_.all();
+  ASSERT_EQ(outcomes.size(), static_cast<std::size_t>(kClients * kJobsPerClient));
+  EXPECT_EQ(completions_.total(), outcomes.size());
+  for (const auto& [name, outcome] : outcomes) {
+    EXPECT_EQ(outcome.calls, 1) << name;
+    ++codes[outcome.code];
+  }
+  EXPECT_GT(codes[grpc::StatusCode::OK], 0);
+  EXPECT_GT(codes[grpc::StatusCode::INVALID_ARGUMENT], 0);
+  for (const auto& [code, count] : codes) {
+    EXPECT_TRUE(code == grpc::StatusCode::OK || code == grpc::StatusCode::INVALID_ARGUMENT ||
+                code == grpc::StatusCode::CANCELLED ||
+                code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                code == grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << code_name(code) << " x" << count;
+  }
+}
+
+}  // namespace
+}  // namespace svdserve

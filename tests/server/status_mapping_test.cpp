@@ -1,0 +1,100 @@
+#include "server/status_mapping.hpp"
+
+#include <gtest/gtest.h>
+
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/errors.hpp"
+
+namespace svdserve {
+namespace {
+
+struct KindCase {
+  ErrorKind kind;
+  grpc::StatusCode code;
+};
+
+class StatusMappingKind : public ::testing::TestWithParam<KindCase> {};
+
+TEST_P(StatusMappingKind, MapsToItsCodeAndKeepsTheMessage) {
+  const std::string message = "image 'cat' needs attention: 12 bytes";
+  const grpc::Status status = to_status(std::make_exception_ptr(Error(GetParam().kind, message)));
+  EXPECT_EQ(status.error_code(), GetParam().code) << code_name(status.error_code());
+  EXPECT_EQ(status.error_message(), message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, StatusMappingKind,
+    ::testing::Values(KindCase{ErrorKind::invalid_argument, grpc::StatusCode::INVALID_ARGUMENT},
+                      KindCase{ErrorKind::not_found, grpc::StatusCode::NOT_FOUND},
+                      KindCase{ErrorKind::resource_exhausted, grpc::StatusCode::RESOURCE_EXHAUSTED},
+                      KindCase{ErrorKind::failed_precondition,
+                               grpc::StatusCode::FAILED_PRECONDITION},
+                      KindCase{ErrorKind::unavailable, grpc::StatusCode::UNAVAILABLE},
+                      KindCase{ErrorKind::deadline_exceeded, grpc::StatusCode::DEADLINE_EXCEEDED},
+                      KindCase{ErrorKind::cancelled, grpc::StatusCode::CANCELLED},
+                      KindCase{ErrorKind::internal, grpc::StatusCode::INTERNAL}),
+    [](const auto& test_info) { return code_name(test_info.param.code); });
+
+TEST(StatusMapping, TypedErrorsMapThroughTheirBaseClass) {
+  EXPECT_EQ(to_status(std::make_exception_ptr(InvalidArgument("x"))).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(to_status(std::make_exception_ptr(NotFound("x"))).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(to_status(std::make_exception_ptr(ResourceExhausted("x"))).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(to_status(std::make_exception_ptr(Unavailable("x"))).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(to_status(std::make_exception_ptr(InternalError("x"))).error_code(),
+            grpc::StatusCode::INTERNAL);
+}
+
+TEST(StatusMapping, NoErrorIsOk) {
+  const grpc::Status status = to_status(nullptr);
+  EXPECT_TRUE(status.ok());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OK);
+}
+
+TEST(StatusMapping, BadAllocIsResourceExhausted) {
+  const grpc::Status status = to_status(std::make_exception_ptr(std::bad_alloc()));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("memory"), std::string::npos) << status.error_message();
+}
+
+TEST(StatusMapping, OtherExceptionsAreInternalWithTheirMessage) {
+  const grpc::Status status = to_status(std::make_exception_ptr(std::out_of_range("index 9")));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_NE(status.error_message().find("index 9"), std::string::npos) << status.error_message();
+}
+
+TEST(StatusMapping, NonStandardExceptionsAreInternal) {
+  const grpc::Status status = to_status(std::make_exception_ptr(42));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_FALSE(status.error_message().empty());
+}
+
+TEST(StatusMapping, CodeNamesAreGrpcsSpelling) {
+  EXPECT_EQ(code_name(grpc::StatusCode::OK), "OK");
+  EXPECT_EQ(code_name(grpc::StatusCode::CANCELLED), "CANCELLED");
+  EXPECT_EQ(code_name(grpc::StatusCode::UNKNOWN), "UNKNOWN");
+  EXPECT_EQ(code_name(grpc::StatusCode::INVALID_ARGUMENT), "INVALID_ARGUMENT");
+  EXPECT_EQ(code_name(grpc::StatusCode::DEADLINE_EXCEEDED), "DEADLINE_EXCEEDED");
+  EXPECT_EQ(code_name(grpc::StatusCode::NOT_FOUND), "NOT_FOUND");
+  EXPECT_EQ(code_name(grpc::StatusCode::ALREADY_EXISTS), "ALREADY_EXISTS");
+  EXPECT_EQ(code_name(grpc::StatusCode::PERMISSION_DENIED), "PERMISSION_DENIED");
+  EXPECT_EQ(code_name(grpc::StatusCode::RESOURCE_EXHAUSTED), "RESOURCE_EXHAUSTED");
+  EXPECT_EQ(code_name(grpc::StatusCode::FAILED_PRECONDITION), "FAILED_PRECONDITION");
+  EXPECT_EQ(code_name(grpc::StatusCode::ABORTED), "ABORTED");
+  EXPECT_EQ(code_name(grpc::StatusCode::OUT_OF_RANGE), "OUT_OF_RANGE");
+  EXPECT_EQ(code_name(grpc::StatusCode::UNIMPLEMENTED), "UNIMPLEMENTED");
+  EXPECT_EQ(code_name(grpc::StatusCode::INTERNAL), "INTERNAL");
+  EXPECT_EQ(code_name(grpc::StatusCode::UNAVAILABLE), "UNAVAILABLE");
+  EXPECT_EQ(code_name(grpc::StatusCode::DATA_LOSS), "DATA_LOSS");
+  EXPECT_EQ(code_name(grpc::StatusCode::UNAUTHENTICATED), "UNAUTHENTICATED");
+  EXPECT_EQ(code_name(static_cast<grpc::StatusCode>(99)), "CODE_99");
+}
+
+}  // namespace
+}  // namespace svdserve
