@@ -51,6 +51,7 @@ class GpuBackend final : public Backend {
     SVDSERVE_CUDA_CHECK(cudaGetDeviceProperties(&properties, options.device));
     std::size_t free_bytes = 0, total_bytes = 0;
     SVDSERVE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    total_bytes_ = total_bytes;
     budget_bytes_ = options.budget_bytes != 0
                         ? options.budget_bytes
                         : static_cast<std::size_t>(options.memory_fraction * free_bytes);
@@ -193,6 +194,10 @@ class GpuBackend final : public Backend {
     }
   }
 
+  [[nodiscard]] BackendMetrics metrics() const override {
+    return {pool_->used_bytes(), total_bytes_, streams_.busy_seconds()};
+  }
+
   void start_profiling() override { SVDSERVE_CUDA_CHECK(cudaProfilerStart()); }
   void stop_profiling() override { SVDSERVE_CUDA_CHECK(cudaProfilerStop()); }
 
@@ -255,6 +260,7 @@ class GpuBackend final : public Backend {
   GpuBackendOptions options_;
   StreamPool streams_;
   std::size_t budget_bytes_ = 0;
+  std::size_t total_bytes_ = 0;
   std::unique_ptr<DeviceMemoryPool> pool_;
   std::string description_;
 };

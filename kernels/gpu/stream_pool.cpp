@@ -34,6 +34,12 @@ StreamPool::Lease StreamPool::acquire() {
   return Lease(*this, *context);
 }
 
+std::vector<double> StreamPool::busy_seconds() const {
+  std::vector<double> seconds;
+  for (const auto& context : contexts_) seconds.push_back(context->busy_ns.load() * 1e-9);
+  return seconds;
+}
+
 void StreamPool::give_back(StreamContext& context) {
   {
     std::lock_guard lock(mutex_);

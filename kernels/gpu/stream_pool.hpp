@@ -4,6 +4,8 @@
 // leases a whole context for one batch, so batches on different contexts overlap on the GPU.
 // Buffers grow on first use of a larger shape and are then reused: no allocation per request.
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -31,14 +33,21 @@ struct StreamContext {
   DeviceBuffer v;
   DeviceBuffer output;      // reconstruct: pixels of the whole batch
   DeviceBuffer scratch;     // cuBLAS path: one f32 image
+  std::atomic<int64_t> busy_ns{0};  // time leased to batches (host view: enqueue to sync)
 };
 
 class StreamPool {
  public:
   class Lease {
    public:
-    Lease(StreamPool& pool, StreamContext& context) : pool_(pool), context_(&context) {}
-    ~Lease() { pool_.give_back(*context_); }
+    Lease(StreamPool& pool, StreamContext& context)
+        : pool_(pool), context_(&context), start_(std::chrono::steady_clock::now()) {}
+    ~Lease() {
+      context_->busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start_)
+                               .count();
+      pool_.give_back(*context_);
+    }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
     StreamContext* operator->() const noexcept { return context_; }
@@ -47,12 +56,14 @@ class StreamPool {
    private:
     StreamPool& pool_;
     StreamContext* context_;
+    std::chrono::steady_clock::time_point start_;
   };
 
   explicit StreamPool(unsigned size);
   // Waits until a context is free.
   [[nodiscard]] Lease acquire();
   [[nodiscard]] std::size_t size() const noexcept { return contexts_.size(); }
+  [[nodiscard]] std::vector<double> busy_seconds() const;
 
  private:
   void give_back(StreamContext& context);
