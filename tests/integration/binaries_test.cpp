@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 
+#include "tests/test_paths.hpp"
 #include "process.hpp"
 #include "server_fixture.hpp"
 
@@ -21,9 +22,9 @@ class BinariesTest : public ::testing::Test {
   void SetUp() override {
     port_ = free_port();
     server_ = std::make_unique<Process>(
-        SVDSERVE_SERVER_BINARY,
+        svdserve::test::server_binary(),
         std::vector<std::string>{"--listen", address(), "--backend", "cpu", "--log-level", "info",
-                                 "--config", std::string(SVDSERVE_SOURCE_DIR) + "/config/svdserve.textproto"});
+                                 "--config", std::string(svdserve::test::source_dir()) + "/config/svdserve.textproto"});
     ClientOptions options;
     options.wait_for_ready = true;
     options.timeout = std::chrono::seconds(30);
@@ -44,7 +45,7 @@ class BinariesTest : public ::testing::Test {
 
   ProcessResult cli(std::vector<std::string> args) {
     args.insert(args.begin(), {"--server", address()});
-    return run_process(SVDSERVE_CLI_BINARY, args);
+    return run_process(svdserve::test::cli_binary(), args);
   }
 
   int port_ = 0;
@@ -53,7 +54,7 @@ class BinariesTest : public ::testing::Test {
 };
 
 TEST_F(BinariesTest, CliDrivesTheServerAndSigtermDrainsIt) {
-  const std::string images = SVDSERVE_TEST_IMAGES;
+  const std::string images = svdserve::test::test_images_dir();
 
   auto health = cli({"health"});
   EXPECT_EQ(health.exit_code, 0) << health.err;
@@ -101,14 +102,14 @@ TEST_F(BinariesTest, CliDrivesTheServerAndSigtermDrainsIt) {
 
 TEST(CliWithoutServerTest, UnreachableServerExitsWithCode3) {
   const int port = free_port();
-  auto result = run_process(SVDSERVE_CLI_BINARY,
+  auto result = run_process(svdserve::test::cli_binary(),
                             {"--server", "127.0.0.1:" + std::to_string(port), "--timeout", "2", "list"});
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_NE(result.err.find("UNAVAILABLE"), std::string::npos) << result.err;
 }
 
 TEST(ServerBinaryTest, BadConfigIsRefusedWithExitCode2) {
-  auto result = run_process(SVDSERVE_SERVER_BINARY, {"--max-batch-size", "-3"});
+  auto result = run_process(svdserve::test::server_binary(), {"--max-batch-size", "-3"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("max-batch-size"), std::string::npos) << result.err;
 }

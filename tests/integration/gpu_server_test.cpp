@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "tests/test_paths.hpp"
 #include "server_fixture.hpp"
 
 #if SVDSERVE_HAVE_CUDA
@@ -56,7 +57,7 @@ TEST_F(GpuServerTest, AgreesWithTheCpuBackendOnEverySampleImage) {
   ASSERT_TRUE(info.ok());
   ASSERT_EQ(info->backend(), "gpu");
   std::size_t pixels = 0, differing = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(SVDSERVE_TEST_IMAGES)) {
+  for (const auto& entry : std::filesystem::directory_iterator(svdserve::test::test_images_dir())) {
     const std::string name = entry.path().filename().string();
     SCOPED_TRACE(name);
     const std::string bytes = read_file_bytes(entry.path().string());

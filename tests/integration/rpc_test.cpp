@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <random>
 
+#include "tests/test_paths.hpp"
 #include "server_fixture.hpp"
 
 namespace svdserve::testing {
@@ -292,9 +293,9 @@ TEST_F(RpcTest, ImagesAreListedDescribedAndDeleted) {
 
 TEST_F(RpcTest, LoadDirectoryDecomposesEveryImageOfTheFolder) {
   start();
-  auto loaded = client_->load_directory(SVDSERVE_TEST_IMAGES, 32);
+  auto loaded = client_->load_directory(svdserve::test::test_images_dir(), 32);
   ASSERT_TRUE(loaded.ok()) << loaded.status().error_message();
-  const auto files = std::distance(std::filesystem::directory_iterator(SVDSERVE_TEST_IMAGES),
+  const auto files = std::distance(std::filesystem::directory_iterator(svdserve::test::test_images_dir()),
                                    std::filesystem::directory_iterator{});
   EXPECT_EQ(loaded->loaded(), static_cast<uint32_t>(files));
   EXPECT_EQ(loaded->failed(), 0u);

@@ -1,3 +1,4 @@
+#include "tests/test_paths.hpp"
 #include "server_fixture.hpp"
 
 #include <fstream>
@@ -24,7 +25,7 @@ std::string read_file_bytes(const std::string& path) {
 }
 
 std::string read_test_image(const std::string& name) {
-  return read_file_bytes(std::string(SVDSERVE_TEST_IMAGES) + "/" + name);
+  return read_file_bytes(std::string(svdserve::test::test_images_dir()) + "/" + name);
 }
 
 void ServerFixture::start(v1::ServerConfig config) {

@@ -1,3 +1,4 @@
+#include "tests/test_paths.hpp"
 #include "test_images.hpp"
 
 #include <opencv2/imgcodecs.hpp>
@@ -55,7 +56,7 @@ ImageF32 random_image(ImageShape shape, uint64_t seed) {
 }
 
 cv::Mat read_test_image(const std::string& file_name, int imread_flags) {
-  const std::string path = std::string(SVDSERVE_TEST_IMAGES) + "/" + file_name;
+  const std::string path = std::string(svdserve::test::test_images_dir()) + "/" + file_name;
   cv::Mat mat = cv::imread(path, imread_flags);
   if (mat.empty()) throw std::runtime_error("cannot read test image " + path);
   return mat;

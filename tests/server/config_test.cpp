@@ -1,3 +1,4 @@
+#include "tests/test_paths.hpp"
 #include "server/config.hpp"
 
 #include <google/protobuf/util/message_differencer.h>
@@ -15,7 +16,7 @@
 namespace svdserve {
 namespace {
 
-const std::string kShippedConfig = std::string(SVDSERVE_SOURCE_DIR) + "/config/svdserve.textproto";
+const std::string kShippedConfig = std::string(svdserve::test::source_dir()) + "/config/svdserve.textproto";
 
 // A text file in the temp folder, removed again when the test ends.
 class TempFile {

@@ -1,3 +1,4 @@
+#include "tests/test_paths.hpp"
 #include "server/image_codec.hpp"
 
 #include <gtest/gtest.h>
@@ -22,7 +23,7 @@
 namespace svdserve {
 namespace {
 
-const std::filesystem::path kImages = SVDSERVE_TEST_IMAGES;
+const std::filesystem::path kImages = svdserve::test::test_images_dir();
 
 std::string read_bytes(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);

@@ -1,3 +1,4 @@
+#include "tests/test_paths.hpp"
 #include "server/pipeline.hpp"
 
 #include <gtest/gtest.h>
@@ -30,7 +31,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::filesystem::path kImages = SVDSERVE_TEST_IMAGES;
+const std::filesystem::path kImages = svdserve::test::test_images_dir();
 // How long a test waits for completions that must come; a failure, not a hang, if they do not.
 constexpr auto kPatience = 30s;
 constexpr auto kForever = std::chrono::hours(1);  // a batch delay that never expires in a test

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the device tool), from the repository root, after the portable bundle
+# was built here (.ci/bundle.sh) and carried: GPU tests with none skipped, compute-sanitizer
+# memcheck and racecheck on the GPU tests, the server end to end against the CPU backend, and
+# the backend benchmark. Everything is logged under $OUT.
+#   usage: .ci/device-check.sh [quick]
+set -uo pipefail
+out="${OUT:-/tmp/svdserve-out}"
+mkdir -p "$out"
+work=/tmp/svdserve-bundle
+rm -rf "$work" && mkdir -p "$work"
+if command -v zstd >/dev/null; then
+  zstd -dc bundle/svdserve.tar.zst | tar -C "$work" -xf -
+else
+  python3 -c "import sys, zstandard; zstandard.ZstdDecompressor().copy_stream(open('bundle/svdserve.tar.zst','rb'), sys.stdout.buffer)" | tar -C "$work" -xf -
+fi
+root="$work/svdserve"
+export PATH="$root/bin:$PATH"
+export SVDSERVE_TEST_IMAGES="$root/tests/data/images"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
+
+step() { echo; echo "=== $1"; }
+status=0
+
+step "GPU tests (label gpu): none may skip"
+for t in svdserve_gpu_kernel_tests svdserve_integration_tests; do
+  filter='*'
+  [ "$t" = svdserve_integration_tests ] && filter='GpuServerTest.*'
+  "$root/bin/$t" --gtest_filter="$filter" --gtest_brief=1 > "$out/$t.log" 2>&1
+  rc=$?; status=$((status | rc))
+  tail -4 "$out/$t.log"; grep -E "SKIPPED|FAILED" "$out/$t.log" | head -20
+  grep -E "GPU vs CPU" "$out/$t.log"
+done
+
+step "CPU suites on this machine too"
+for t in svdserve_kernels_tests svdserve_server_tests svdserve_integration_tests; do
+  filter='*'
+  [ "$t" = svdserve_integration_tests ] && filter='-GpuServerTest.*:BinariesTest.*'
+  "$root/bin/$t" --gtest_filter="$filter" --gtest_brief=1 > "$out/$t-cpu.log" 2>&1
+  rc=$?; status=$((status | rc)); echo "$t: rc=$rc $(tail -1 "$out/$t-cpu.log")"
+done
+
+step "compute-sanitizer memcheck / racecheck on the GPU tests (a representative subset)"
+subset='Shapes/GpuBackendTest.*real_baboon*:Shapes/GpuBackendTest.*tall*:GpuBackendBehaviourTest.*:*GpuReconstruct*wide*:*GpuReconstruct*odd*:*Batch*'
+for tool in memcheck racecheck; do
+  compute-sanitizer --tool "$tool" --error-exitcode 9 "$root/bin/svdserve_gpu_kernel_tests" \
+      --gtest_filter="$subset" --gtest_brief=1 > "$out/sanitizer-$tool.log" 2>&1
+  rc=$?; status=$((status | rc)); echo "$tool: rc=$rc"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$out/sanitizer-$tool.log" | tail -3
+done
+
+step "server end to end: GPU backend, sample images, ranks 5,20,80"
+"$root/bin/svdserve" --backend gpu --listen 127.0.0.1:50061 --metrics-port 9464 > "$out/server-gpu.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do svdserve-cli --server 127.0.0.1:50061 --timeout 1 health >/dev/null 2>&1 && break; sleep 0.2; done
+svdserve-cli --server 127.0.0.1:50061 server-info
+svdserve-cli --server 127.0.0.1:50061 run "$SVDSERVE_TEST_IMAGES" --rank 5,20,80 -o /tmp/gpu-run | tail -3
+svdserve-cli --server 127.0.0.1:50061 profile start && svdserve-cli --server 127.0.0.1:50061 profile stop && echo "profile start/stop: ok"
+svdserve-cli --server 127.0.0.1:50061 bench --op reconstruct --image "$SVDSERVE_TEST_IMAGES/baboon.jpg" --rank 64 --concurrency 8 --duration 5 --json "$out/bench-gpu-reconstruct.json" | tail -8
+svdserve-cli --server 127.0.0.1:50061 bench --op compress --image "$SVDSERVE_TEST_IMAGES/baboon.jpg" --rank 64 --concurrency 8 --duration 5 --json "$out/bench-gpu-compress.json" | tail -8
+curl -s 127.0.0.1:9464/metrics 2>/dev/null | grep -E "^svdserve_(gpu|requests_total|batch_size_count)" | head -12 \
+  || python3 -c "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:9464/metrics').read().decode()[:1500])"
+kill -TERM $pid; wait $pid; echo "server exit code: $?"
+tail -3 "$out/server-gpu.log"
+
+step "backend benchmark"
+"$root/bin/svdserve_backend_bench" ${1:+--quick} --json "$out/backend-bench.json" 2>&1 | tee "$out/backend-bench.txt" | tail -20
+
+echo; echo "device-check status: $status"
+exit "$status"
