@@ -41,9 +41,9 @@ for t in svdserve_kernels_tests svdserve_server_tests svdserve_integration_tests
 done
 
 step "compute-sanitizer memcheck / racecheck on the GPU tests (a representative subset)"
-subset='Shapes/GpuBackendTest.*real_baboon*:Shapes/GpuBackendTest.*tall*:GpuBackendBehaviourTest.*:*GpuReconstruct*wide*:*GpuReconstruct*odd*:*Batch*'
+subset='Shapes/GpuBackendTest.*tall_grey_97x300_gesvda:GpuBackendBehaviourTest.CublasPath*:GpuBackendBehaviourTest.Concurrent*:*GpuReconstruct*wide*:*GpuReconstruct*odd*:*Batch*'
 for tool in memcheck racecheck; do
-  compute-sanitizer --tool "$tool" --error-exitcode 9 "$root/bin/svdserve_gpu_kernel_tests" \
+  timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 9 "$root/bin/svdserve_gpu_kernel_tests" \
       --gtest_filter="$subset" --gtest_brief=1 > "$out/sanitizer-$tool.log" 2>&1
   rc=$?; status=$((status | rc)); echo "$tool: rc=$rc"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$out/sanitizer-$tool.log" | tail -3
 done

@@ -27,6 +27,8 @@ struct BackendMetrics {
   std::size_t device_memory_used_bytes = 0;   // factor pool
   std::size_t device_memory_total_bytes = 0;
   std::vector<double> stream_busy_seconds;    // per stream, since start
+  uint64_t svd_matrices = 0;                  // solved by the batched (approximate) solver
+  uint64_t svd_matrices_redone = 0;           // failed its residual check, redone exactly
 };
 
 class Backend {

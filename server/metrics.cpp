@@ -69,6 +69,20 @@ class Metrics::LiveCollectable final : public prometheus::Collectable {
       out.push_back(gauge("svdserve_gpu_memory_total_bytes", "Device memory of the GPU",
                           static_cast<double>(v.backend.device_memory_total_bytes)));
     }
+    if (v.backend.svd_matrices > 0) {
+      prometheus::MetricFamily svd{"svdserve_gpu_svd_matrices_total",
+                                   "Matrices solved by the batched SVD, and those redone exactly "
+                                   "after failing the residual check",
+                                   prometheus::MetricType::Counter, {}};
+      for (const auto& [outcome, count] : {std::pair{"solved", v.backend.svd_matrices},
+                                           std::pair{"redone", v.backend.svd_matrices_redone}}) {
+        prometheus::ClientMetric metric;
+        metric.label.push_back({"outcome", outcome});
+        metric.counter.value = static_cast<double>(count);
+        svd.metric.push_back(metric);
+      }
+      out.push_back(svd);
+    }
     if (!v.backend.stream_busy_seconds.empty()) {
       prometheus::MetricFamily busy{"svdserve_gpu_stream_busy_seconds_total",
                                     "Time each CUDA stream of the pool held a batch",

@@ -3,6 +3,7 @@
 #include <cuda_profiler_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -128,7 +129,8 @@ class GpuBackend final : public Backend {
                    context->u.as<float>(), context->s.as<float>(), context->v.as<float>(),
                    norms_squared};
     const SvdReport report = context->solver.solve(batch, options_.svd_method);
-    (void)report;
+    svd_matrices_ += static_cast<uint64_t>(report.checked);
+    svd_matrices_redone_ += static_cast<uint64_t>(report.recomputed);
 
     // Solver U is m x r, V is n x r. Wide: the image's V is the solver's U (m = w) and its US is
     // the solver's V (n = h) scaled by S; tall: the other way round.
@@ -195,7 +197,8 @@ class GpuBackend final : public Backend {
   }
 
   [[nodiscard]] BackendMetrics metrics() const override {
-    return {pool_->used_bytes(), total_bytes_, streams_.busy_seconds()};
+    return {pool_->used_bytes(), total_bytes_, streams_.busy_seconds(), svd_matrices_.load(),
+            svd_matrices_redone_.load()};
   }
 
   void start_profiling() override { SVDSERVE_CUDA_CHECK(cudaProfilerStart()); }
@@ -261,6 +264,8 @@ class GpuBackend final : public Backend {
   StreamPool streams_;
   std::size_t budget_bytes_ = 0;
   std::size_t total_bytes_ = 0;
+  std::atomic<uint64_t> svd_matrices_{0};
+  std::atomic<uint64_t> svd_matrices_redone_{0};
   std::unique_ptr<DeviceMemoryPool> pool_;
   std::string description_;
 };
