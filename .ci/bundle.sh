@@ -26,6 +26,8 @@ done < <(find "$prefix/bin" "$prefix/lib" -type f -print0 2>/dev/null)
 # A 128 MiB window (--long=27, the most a plain `zstd -d`/`tar --zstd` decodes without flags)
 # lets the copies of gRPC, OpenBLAS and OpenCV in every test binary compress against each other.
 tar -C bundle -cf - svdserve | zstd -q -19 --long=27 -T"$jobs" -o "$archive"
+# The GPU machine has tar and xz but no zstd: an xz copy for the device tool to carry.
+zstd -dc --long=27 "$archive" | xz -9 -T"$jobs" > bundle/svdserve.tar.xz
 bytes=$(stat -c %s "$archive")
 echo "bundle: $archive $((bytes / 1024 / 1024)) MiB ($bytes bytes); unpacked $(du -sh "$prefix" | cut -f1)"
 du -ah "$prefix/bin" "$prefix/lib" 2>/dev/null | sort -rh | head -12

@@ -19,15 +19,12 @@ void reserve(DeviceBuffer& buffer, std::size_t bytes) {
 
 }  // namespace
 
-GpuSvdSolver::GpuSvdSolver(StreamView stream, cusolverDnHandle_t cusolver)
-    : stream_(stream), cusolver_(cusolver) {
-  SVDSERVE_CUSOLVER_CHECK(cusolverDnCreateGesvdjInfo(&gesvdj_params_));
-  // fp32 roundoff; 100 sweeps is far above what image matrices need (typically < 15).
-  SVDSERVE_CUSOLVER_CHECK(cusolverDnXgesvdjSetTolerance(gesvdj_params_, 1e-7));
-  SVDSERVE_CUSOLVER_CHECK(cusolverDnXgesvdjSetMaxSweeps(gesvdj_params_, 100));
+GpuSvdSolver::GpuSvdSolver(StreamView stream, cusolverDnHandle_t cusolver, cublasHandle_t cublas)
+    : stream_(stream), cusolver_(cusolver), cublas_(cublas) {
+  SVDSERVE_CUSOLVER_CHECK(cusolverDnCreateParams(&gesvd_params_));
 }
 
-GpuSvdSolver::~GpuSvdSolver() { cusolverDnDestroyGesvdjInfo(gesvdj_params_); }
+GpuSvdSolver::~GpuSvdSolver() { cusolverDnDestroyParams(gesvd_params_); }
 
 SvdReport GpuSvdSolver::solve(const SvdBatch& batch, SvdMethod method) {
   trace::ScopedRange range("svd_solve");
@@ -42,7 +39,7 @@ SvdReport GpuSvdSolver::solve(const SvdBatch& batch, SvdMethod method) {
   } else {
     for (int i = 0; i < batch.count; ++i) redo.push_back(i);
   }
-  for (int index : redo) solve_gesvdj(batch, index);
+  for (int index : redo) solve_gesvd(batch, index);
   report.recomputed = method == SvdMethod::gesvda_batched ? static_cast<int>(redo.size()) : 0;
   stream_.synchronize();
   return report;
@@ -82,8 +79,14 @@ void GpuSvdSolver::solve_gesvda(const SvdBatch& b, SvdReport& report, std::vecto
       kept += sigma * sigma;
     }
     const double total = b.norms_squared[static_cast<std::size_t>(i)];
+    // cuSOLVER's documentation leaves open whether the residual is absolute or relative to
+    // ||A||_F; a correct partial SVD satisfies the identity under one reading, a wrong one under
+    // neither (to within kIdentityTolerance), so accept either.
+    const double r = residual[i];
     const double identity_error =
-        total > 0 ? std::abs((kept + residual[i] * residual[i]) / total - 1.0) : 0.0;
+        total > 0 ? std::min(std::abs((kept + r * r) / total - 1.0),
+                             std::abs(kept / total + r * r - 1.0))
+                  : 0.0;
     report.worst_identity_error = std::max(report.worst_identity_error, identity_error);
     if (info[i] != 0 || !std::isfinite(identity_error) || identity_error > kIdentityTolerance) {
       redo.push_back(i);
@@ -91,44 +94,47 @@ void GpuSvdSolver::solve_gesvda(const SvdBatch& b, SvdReport& report, std::vecto
   }
 }
 
-void GpuSvdSolver::solve_gesvdj(const SvdBatch& b, int index) {
-  trace::ScopedRange range("svd_gesvdj");
+void GpuSvdSolver::solve_gesvd(const SvdBatch& b, int index) {
+  trace::ScopedRange range("svd_gesvd");
   const std::size_t mn = static_cast<std::size_t>(b.m) * b.n;
-  reserve(jacobi_a_, mn * sizeof(float));
-  reserve(jacobi_u_, static_cast<std::size_t>(b.m) * b.n * sizeof(float));
-  reserve(jacobi_s_, static_cast<std::size_t>(b.n) * sizeof(float));
-  reserve(jacobi_v_, static_cast<std::size_t>(b.n) * b.n * sizeof(float));
+  reserve(exact_a_, mn * sizeof(float));
+  reserve(exact_u_, mn * sizeof(float));
+  reserve(exact_s_, static_cast<std::size_t>(b.n) * sizeof(float));
+  reserve(exact_vt_, static_cast<std::size_t>(b.n) * b.n * sizeof(float));
   reserve(info_, sizeof(int));
-  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(jacobi_a_.data(), b.a + index * mn, mn * sizeof(float),
+  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(exact_a_.data(), b.a + index * mn, mn * sizeof(float),
                                       cudaMemcpyDeviceToDevice, stream_.value()));
-  float* a = jacobi_a_.as<float>();
-  float* u = jacobi_u_.as<float>();
-  float* s = jacobi_s_.as<float>();
-  float* v = jacobi_v_.as<float>();
-  int lwork = 0;
-  SVDSERVE_CUSOLVER_CHECK(cusolverDnSgesvdj_bufferSize(cusolver_, CUSOLVER_EIG_MODE_VECTOR, 1,
-                                                       b.m, b.n, a, b.m, s, u, b.m, v, b.n,
-                                                       &lwork, gesvdj_params_));
-  reserve(work_, static_cast<std::size_t>(lwork) * sizeof(float));
-  SVDSERVE_CUSOLVER_CHECK(cusolverDnSgesvdj(cusolver_, CUSOLVER_EIG_MODE_VECTOR, 1, b.m, b.n, a,
-                                            b.m, s, u, b.m, v, b.n, work_.as<float>(), lwork,
-                                            info_.as<int>(), gesvdj_params_));
+  float* a = exact_a_.as<float>();
+  float* u = exact_u_.as<float>();
+  float* s = exact_s_.as<float>();
+  float* vt = exact_vt_.as<float>();
+  std::size_t device_bytes = 0, host_bytes = 0;
+  SVDSERVE_CUSOLVER_CHECK(cusolverDnXgesvd_bufferSize(
+      cusolver_, gesvd_params_, 'S', 'S', b.m, b.n, CUDA_R_32F, a, b.m, CUDA_R_32F, s, CUDA_R_32F,
+      u, b.m, CUDA_R_32F, vt, b.n, CUDA_R_32F, &device_bytes, &host_bytes));
+  reserve(work_, device_bytes);
+  if (host_work_.size() < host_bytes) host_work_.resize(host_bytes);
+  SVDSERVE_CUSOLVER_CHECK(cusolverDnXgesvd(
+      cusolver_, gesvd_params_, 'S', 'S', b.m, b.n, CUDA_R_32F, a, b.m, CUDA_R_32F, s, CUDA_R_32F,
+      u, b.m, CUDA_R_32F, vt, b.n, CUDA_R_32F, work_.data(), device_bytes,
+      host_work_.empty() ? nullptr : host_work_.data(), host_bytes, info_.as<int>()));
   int info = 0;
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(&info, info_.data(), sizeof(int), cudaMemcpyDeviceToHost,
                                       stream_.value()));
   stream_.synchronize();
   if (info != 0) {
-    throw InternalError("cuSOLVER gesvdj did not converge (info=" + std::to_string(info) +
+    throw InternalError("cuSOLVER gesvd did not converge (info=" + std::to_string(info) +
                         ") on a " + std::to_string(b.m) + "x" + std::to_string(b.n) + " matrix");
   }
-  // Economy U and V are column-major with leading dimensions m and n: their first `rank`
-  // columns are their first rank*m (rank*n) floats.
+  // U is column-major m x n (ld m): its first `rank` columns are its first rank*m floats.
   const std::size_t u_count = static_cast<std::size_t>(b.m) * b.rank;
-  const std::size_t v_count = static_cast<std::size_t>(b.n) * b.rank;
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(b.u + index * u_count, u, u_count * sizeof(float),
                                       cudaMemcpyDeviceToDevice, stream_.value()));
-  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(b.v + index * v_count, v, v_count * sizeof(float),
-                                      cudaMemcpyDeviceToDevice, stream_.value()));
+  // V (n x rank) is the transpose of VT's first `rank` rows (an rank x n block with ld n).
+  const float one = 1.0f, zero = 0.0f;
+  float* v_out = b.v + static_cast<std::size_t>(index) * b.n * b.rank;
+  SVDSERVE_CUBLAS_CHECK(cublasSgeam(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, b.n, b.rank, &one, vt, b.n,
+                                    &zero, v_out, b.n, v_out, b.n));
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(b.s + static_cast<std::size_t>(index) * b.rank, s,
                                       static_cast<std::size_t>(b.rank) * sizeof(float),
                                       cudaMemcpyDeviceToDevice, stream_.value()));

@@ -3,8 +3,10 @@
 //  - gesvdaStridedBatched for the batch: the top `rank` triplets of every matrix in one call.
 //    It is approximate by design, so each result is checked: for an exact partial SVD,
 //    ||A||_F^2 = sum(S_k^2) + ||A - U_k S_k V_k^T||_F^2 (residual reported by cuSOLVER).
-//  - gesvdj (Jacobi, accurate to fp32 roundoff) for any matrix that fails the check, and when
-//    asked for explicitly.
+//  - Xgesvd (QR-based, LAPACK's algorithm: singular values accurate to fp32 roundoff of the
+//    largest) for any matrix that fails the check, and when asked for explicitly. gesvdj was
+//    tried first and measured less accurate on the H100 (largest singular value of photos off by
+//    1.5e-4 relative, full-rank reconstructions 3e-5): see docs/PERFORMANCE.md.
 // Matrices are column-major m x n with m >= n (callers transpose wide/tall as needed).
 
 #include <cstdint>
@@ -15,7 +17,7 @@
 
 namespace svdserve::gpu {
 
-enum class SvdMethod { gesvda_batched, gesvdj };
+enum class SvdMethod { gesvda_batched, gesvd };
 
 struct SvdBatch {
   int m = 0;
@@ -32,13 +34,13 @@ struct SvdBatch {
 
 struct SvdReport {
   int checked = 0;
-  int recomputed = 0;  // failed the gesvda check and were redone with gesvdj
+  int recomputed = 0;  // failed the gesvda check and were redone with Xgesvd
   double worst_identity_error = 0.0;  // max |(sum S^2 + R^2) / ||A||^2 - 1| before redo
 };
 
 class GpuSvdSolver {
  public:
-  GpuSvdSolver(StreamView stream, cusolverDnHandle_t cusolver);
+  GpuSvdSolver(StreamView stream, cusolverDnHandle_t cusolver, cublasHandle_t cublas);
   ~GpuSvdSolver();
   GpuSvdSolver(const GpuSvdSolver&) = delete;
   GpuSvdSolver& operator=(const GpuSvdSolver&) = delete;
@@ -52,17 +54,19 @@ class GpuSvdSolver {
 
  private:
   void solve_gesvda(const SvdBatch& batch, SvdReport& report, std::vector<int>& redo);
-  void solve_gesvdj(const SvdBatch& batch, int index);
+  void solve_gesvd(const SvdBatch& batch, int index);
 
   StreamView stream_;
   cusolverDnHandle_t cusolver_;
-  gesvdjInfo_t gesvdj_params_ = nullptr;
+  cublasHandle_t cublas_;
+  cusolverDnParams_t gesvd_params_ = nullptr;
   DeviceBuffer work_;
   DeviceBuffer info_;
-  DeviceBuffer jacobi_a_;  // gesvdj overwrites its input
-  DeviceBuffer jacobi_u_;
-  DeviceBuffer jacobi_s_;
-  DeviceBuffer jacobi_v_;
+  DeviceBuffer exact_a_;  // Xgesvd overwrites its input
+  DeviceBuffer exact_u_;
+  DeviceBuffer exact_s_;
+  DeviceBuffer exact_vt_;
+  std::vector<char> host_work_;
   PinnedBuffer info_host_;
 };
 

@@ -12,7 +12,7 @@ StreamContext::StreamContext(int context_index)
     : index(context_index),
       cublas(stream.view()),
       cusolver(stream.view()),
-      solver(stream.view(), cusolver.value()) {
+      solver(stream.view(), cusolver.value(), cublas.value()) {
 #if SVDSERVE_HAVE_NVTX
   const std::string name = "svdserve-stream-" + std::to_string(context_index);
   nvtxNameCudaStreamA(stream.view().value(), name.c_str());
