@@ -29,6 +29,7 @@ struct BackendMetrics {
   std::vector<double> stream_busy_seconds;    // per stream, since start
   uint64_t svd_matrices = 0;                  // solved by the batched (approximate) solver
   uint64_t svd_matrices_redone = 0;           // failed its residual check, redone exactly
+  double svd_identity_error_range[2] = {0, 0};  // best and worst residual-identity error seen
 };
 
 class Backend {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -131,6 +132,11 @@ class GpuBackend final : public Backend {
     const SvdReport report = context->solver.solve(batch, options_.svd_method);
     svd_matrices_ += static_cast<uint64_t>(report.checked);
     svd_matrices_redone_ += static_cast<uint64_t>(report.recomputed);
+    if (report.checked > 0) {
+      std::lock_guard lock(identity_mutex_);
+      identity_range_[0] = std::min(identity_range_[0], report.best_identity_error);
+      identity_range_[1] = std::max(identity_range_[1], report.worst_identity_error);
+    }
 
     // Solver U is m x r, V is n x r. Wide: the image's V is the solver's U (m = w) and its US is
     // the solver's V (n = h) scaled by S; tall: the other way round.
@@ -197,8 +203,12 @@ class GpuBackend final : public Backend {
   }
 
   [[nodiscard]] BackendMetrics metrics() const override {
-    return {pool_->used_bytes(), total_bytes_, streams_.busy_seconds(), svd_matrices_.load(),
-            svd_matrices_redone_.load()};
+    BackendMetrics metrics{pool_->used_bytes(), total_bytes_, streams_.busy_seconds(),
+                           svd_matrices_.load(), svd_matrices_redone_.load(), {}};
+    std::lock_guard lock(identity_mutex_);
+    metrics.svd_identity_error_range[0] = identity_range_[0];
+    metrics.svd_identity_error_range[1] = identity_range_[1];
+    return metrics;
   }
 
   void start_profiling() override { SVDSERVE_CUDA_CHECK(cudaProfilerStart()); }
@@ -266,6 +276,8 @@ class GpuBackend final : public Backend {
   std::size_t total_bytes_ = 0;
   std::atomic<uint64_t> svd_matrices_{0};
   std::atomic<uint64_t> svd_matrices_redone_{0};
+  mutable std::mutex identity_mutex_;
+  double identity_range_[2] = {1e300, 0.0};  // guarded by identity_mutex_
   std::unique_ptr<DeviceMemoryPool> pool_;
   std::string description_;
 };

@@ -88,6 +88,8 @@ void GpuSvdSolver::solve_gesvda(const SvdBatch& b, SvdReport& report, std::vecto
                              std::abs(kept / total + r * r - 1.0))
                   : 0.0;
     report.worst_identity_error = std::max(report.worst_identity_error, identity_error);
+    report.best_identity_error = std::min(report.best_identity_error, identity_error);
+    report.info_failures += info[i] != 0;
     if (info[i] != 0 || !std::isfinite(identity_error) || identity_error > kIdentityTolerance) {
       redo.push_back(i);
     }

@@ -36,6 +36,8 @@ struct SvdReport {
   int checked = 0;
   int recomputed = 0;  // failed the gesvda check and were redone with Xgesvd
   double worst_identity_error = 0.0;  // max |(sum S^2 + R^2) / ||A||^2 - 1| before redo
+  double best_identity_error = 1e300;  // the smallest of them (diagnostics)
+  int info_failures = 0;               // gesvda info != 0
 };
 
 class GpuSvdSolver {

@@ -146,9 +146,11 @@ int main(int argc, char** argv) {
                        subset.size() / s, 0.0});
     }
     const BackendMetrics m = gesvda->metrics();
-    std::printf("gesvda after %u^2: %llu matrices solved, %llu redone with gesvd (residual check)\n",
+    std::printf("gesvda after %u^2: %llu matrices solved, %llu redone with gesvd (residual check);"
+                " identity error from %.3g to %.3g\n",
                 size, static_cast<unsigned long long>(m.svd_matrices),
-                static_cast<unsigned long long>(m.svd_matrices_redone));
+                static_cast<unsigned long long>(m.svd_matrices_redone),
+                m.svd_identity_error_range[0], m.svd_identity_error_range[1]);
   }
 
   // Reconstruct 1024x1024x3 from resident factors, u8 out.

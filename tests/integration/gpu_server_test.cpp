@@ -76,7 +76,10 @@ TEST_F(GpuServerTest, AgreesWithTheCpuBackendOnEverySampleImage) {
       auto gr = gpu_->reconstruct(name, Rank{rank});
       auto cr = cpu_->reconstruct(name, Rank{rank});
       ASSERT_TRUE(gr.ok() && cr.ok());
-      EXPECT_NEAR(gr->relative_error(), cr->relative_error(), 1e-4);
+      // The errors come from sum(S^2) against ||A||^2: compare squares, to fp32 accuracy.
+      const double g2 = gr->relative_error() * gr->relative_error();
+      const double c2 = cr->relative_error() * cr->relative_error();
+      EXPECT_NEAR(g2, c2, 5e-6 + 1e-3 * c2) << "rank " << rank;
       ASSERT_EQ(gr->pixels().size(), cr->pixels().size());
       for (std::size_t p = 0; p < gr->pixels().size(); ++p) {
         const int d = std::abs(int(uint8_t(gr->pixels()[p])) - int(uint8_t(cr->pixels()[p])));
