@@ -63,12 +63,7 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
       throw NotFound("'" + request->path() + "' is not a folder on the server (mount it into the "
                      "container, e.g. -v /host/images:/data)");
     }
-    const uint32_t max_rank =
-        request->max_rank() == 0 ? context_.config.default_max_rank() : request->max_rank();
-    if (max_rank > context_.config.max_rank()) {
-      throw InvalidArgument("max_rank " + std::to_string(max_rank) + " is above the server's limit of " +
-                            std::to_string(context_.config.max_rank()));
-    }
+    const uint32_t max_rank = checked_max_rank(request->max_rank());
     std::vector<fs::path> files = list_images(folder, request->recursive());
 
     std::lock_guard lock(directory_loads_mutex_);

@@ -36,10 +36,16 @@ OutputPixels output_pixels(v1::OutputFormat format) {
   return format == v1::OUTPUT_FORMAT_RAW_F32 ? OutputPixels::f32 : OutputPixels::u8;
 }
 
-// The image's energy when the decomposition was truncated; with every triplet kept, the kept
-// spectrum is exact and comparing it with the separately summed energy would only add roundoff.
-double total_energy(const Factors& factors) {
-  return factors.rank_kept() < factors.shape().full_rank() ? factors.energy() : 0.0;
+// Against the image's energy when the decomposition was truncated; with every triplet kept, the
+// kept spectrum is exact and the separately summed energy would only add roundoff.
+bool use_image_energy(const Factors& factors) {
+  return factors.rank_kept() < factors.shape().full_rank() && factors.energy() > 0.0;
+}
+
+double error_at_rank(const Factors& factors, uint32_t rank) {
+  return use_image_energy(factors)
+             ? relative_error_at_rank(factors.all_singular_values(), rank, factors.energy())
+             : relative_error_at_rank(factors.all_singular_values(), rank);
 }
 
 }  // namespace
@@ -50,8 +56,10 @@ uint32_t resolve_rank(const RankSelection& choice, const Factors& factors) {
       throw InvalidArgument("energy_fraction must be in (0, 1], got " +
                             std::to_string(choice.energy_fraction));
     }
-    return rank_for_energy(factors.all_singular_values(), choice.energy_fraction,
-                           total_energy(factors));
+    return use_image_energy(factors)
+               ? rank_for_energy(factors.all_singular_values(), choice.energy_fraction,
+                                 factors.energy())
+               : rank_for_energy(factors.all_singular_values(), choice.energy_fraction);
   }
   if (choice.rank == 0) {
     throw InvalidArgument("rank must be at least 1 (or give energy_fraction instead)");
@@ -276,8 +284,7 @@ void Pipeline::reconstruct_into_pixels(std::vector<Job*>& jobs) {
     ++item;
     job.times.compute_us += compute_us;
     try {
-      job.relative_error = relative_error_at_rank(job.factors->all_singular_values(), job.rank,
-                                                  total_energy(*job.factors));
+      job.relative_error = error_at_rank(*job.factors, job.rank);
       if (job.format == v1::OUTPUT_FORMAT_PNG) {
         const Clock::time_point encode_start = Clock::now();
         job.pixels = encode_png(std::as_bytes(std::span(scratch[i].data(), scratch[i].size())),

@@ -118,6 +118,16 @@ JobPtr SvdService::make_job(grpc::CallbackServerContext* ctx, JobKind kind) cons
   return job;
 }
 
+uint32_t SvdService::checked_max_rank(uint32_t requested) const {
+  const uint32_t max_rank = requested == 0 ? context_.config.default_max_rank() : requested;
+  if (max_rank > context_.config.max_rank()) {
+    throw InvalidArgument("max_rank " + std::to_string(max_rank) +
+                          " is above the server's limit of " +
+                          std::to_string(context_.config.max_rank()));
+  }
+  return max_rank;
+}
+
 std::string SvdService::next_image_id() {
   return "img-" + std::to_string(next_id_.fetch_add(1));
 }
@@ -144,12 +154,7 @@ grpc::ServerUnaryReactor* SvdService::Decompose(grpc::CallbackServerContext* ctx
   auto* reactor = ctx->DefaultReactor();
   try {
     check_accepting();
-    const auto& config = context_.config;
-    const uint32_t max_rank = request->max_rank() == 0 ? config.default_max_rank() : request->max_rank();
-    if (max_rank > config.max_rank()) {
-      throw InvalidArgument("max_rank " + std::to_string(max_rank) + " is above the server's limit of " +
-                            std::to_string(config.max_rank()));
-    }
+    const uint32_t max_rank = checked_max_rank(request->max_rank());
     check_image_id(request->id());
     if (request->image().source_case() == v1::ImageInput::SOURCE_NOT_SET) {
       throw InvalidArgument("request has no image: set image.encoded or image.raw");

@@ -95,6 +95,9 @@ class SvdService final : public v1::SvdServe::CallbackService {
   // Finishes a unary RPC and counts it.
   void finish(grpc::ServerUnaryReactor* reactor, const char* method, const grpc::Status& status);
   void check_accepting() const;
+  // The rank to keep for a decomposition: the request's, or the default; InvalidArgument above
+  // the server's max_rank.
+  [[nodiscard]] uint32_t checked_max_rank(uint32_t requested) const;
   [[nodiscard]] JobPtr make_job(grpc::CallbackServerContext* ctx, JobKind kind) const;
   [[nodiscard]] std::string next_image_id();
 
