@@ -15,12 +15,6 @@ void CublasDeleter::operator()(cublasHandle_t handle) const noexcept { cublasDes
 void CusolverDeleter::operator()(cusolverDnHandle_t handle) const noexcept {
   cusolverDnDestroy(handle);
 }
-void DeviceFree::operator()(void* pointer) const noexcept {
-  SVDSERVE_CUDA_CHECK_NOTHROW(cudaFree(pointer));
-}
-void PinnedFree::operator()(void* pointer) const noexcept {
-  SVDSERVE_CUDA_CHECK_NOTHROW(cudaFreeHost(pointer));
-}
 
 }  // namespace detail
 
@@ -65,28 +59,22 @@ CusolverHandle::CusolverHandle(StreamView stream) {
   SVDSERVE_CUSOLVER_CHECK(cusolverDnSetStream(handle, stream.value()));
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) { reserve(bytes); }
-
-void DeviceBuffer::reserve(std::size_t bytes) {
-  if (bytes <= bytes_) return;
-  memory_.reset();
-  bytes_ = 0;
+void* DeviceMemory::allocate(std::size_t bytes) {
   void* pointer = nullptr;
   SVDSERVE_CUDA_CHECK(cudaMalloc(&pointer, bytes));
-  memory_.reset(pointer);
-  bytes_ = bytes;
+  return pointer;
 }
 
-PinnedBuffer::PinnedBuffer(std::size_t bytes) { reserve(bytes); }
+void DeviceMemory::free(void* pointer) noexcept { SVDSERVE_CUDA_CHECK_NOTHROW(cudaFree(pointer)); }
 
-void PinnedBuffer::reserve(std::size_t bytes) {
-  if (bytes <= bytes_) return;
-  memory_.reset();
-  bytes_ = 0;
+void* PinnedMemory::allocate(std::size_t bytes) {
   void* pointer = nullptr;
   SVDSERVE_CUDA_CHECK(cudaMallocHost(&pointer, bytes));
-  memory_.reset(pointer);
-  bytes_ = bytes;
+  return pointer;
+}
+
+void PinnedMemory::free(void* pointer) noexcept {
+  SVDSERVE_CUDA_CHECK_NOTHROW(cudaFreeHost(pointer));
 }
 
 bool cuda_device_available() noexcept {

@@ -42,12 +42,6 @@ struct CusolverDeleter {
   using pointer = cusolverDnHandle_t;
   void operator()(cusolverDnHandle_t handle) const noexcept;
 };
-struct DeviceFree {
-  void operator()(void* pointer) const noexcept;
-};
-struct PinnedFree {
-  void operator()(void* pointer) const noexcept;
-};
 }  // namespace detail
 
 class Stream {
@@ -91,38 +85,53 @@ class CusolverHandle {
   std::unique_ptr<cusolverDnHandle_t, detail::CusolverDeleter> handle_;
 };
 
-// Plain device memory for workspaces, made once per stream context (never on the hot path).
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes);
-  [[nodiscard]] void* data() const noexcept { return memory_.get(); }
-  template <typename T>
-  [[nodiscard]] T* as() const noexcept { return static_cast<T*>(memory_.get()); }
-  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
-  // Grows (never shrinks) to at least `bytes`; contents are not kept.
-  void reserve(std::size_t bytes);
-
- private:
-  std::unique_ptr<void, detail::DeviceFree> memory_;
-  std::size_t bytes_ = 0;
+// Where a Buffer's memory comes from. Defined in cuda_resources.cpp, the one allocator file.
+struct DeviceMemory {
+  static void* allocate(std::size_t bytes);
+  static void free(void* pointer) noexcept;
 };
-
 // Page-locked host memory: what lets copies run asynchronously at full PCIe speed.
-class PinnedBuffer {
+struct PinnedMemory {
+  static void* allocate(std::size_t bytes);
+  static void free(void* pointer) noexcept;
+};
+
+// Workspace and staging memory, made per stream context and reused: it grows on the first use of
+// a larger shape and never on the hot path after that.
+template <typename Memory>
+class Buffer {
  public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t bytes);
+  Buffer() = default;
+  explicit Buffer(std::size_t bytes) { reserve(bytes); }
   [[nodiscard]] void* data() const noexcept { return memory_.get(); }
   template <typename T>
   [[nodiscard]] T* as() const noexcept { return static_cast<T*>(memory_.get()); }
   [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
-  void reserve(std::size_t bytes);
+
+  // Grows (never shrinks) to at least `bytes`; contents are not kept.
+  void reserve(std::size_t bytes) {
+    if (bytes <= bytes_) return;
+    memory_.reset();
+    bytes_ = 0;
+    memory_.reset(Memory::allocate(bytes));
+    bytes_ = bytes;
+  }
+  // As reserve, with half again as much room, so that a slowly rising size does not reallocate
+  // every time.
+  void grow_to(std::size_t bytes) {
+    if (bytes > bytes_) reserve(bytes + bytes / 2);
+  }
 
  private:
-  std::unique_ptr<void, detail::PinnedFree> memory_;
+  struct Free {
+    void operator()(void* pointer) const noexcept { Memory::free(pointer); }
+  };
+  std::unique_ptr<void, Free> memory_;
   std::size_t bytes_ = 0;
 };
+
+using DeviceBuffer = Buffer<DeviceMemory>;
+using PinnedBuffer = Buffer<PinnedMemory>;
 
 // True when a CUDA device can be used (driver present, at least one device).
 [[nodiscard]] bool cuda_device_available() noexcept;

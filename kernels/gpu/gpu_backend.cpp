@@ -24,13 +24,6 @@ namespace {
 // store evicts to fit them.
 constexpr double kPoolHeadroom = 1.1;
 
-std::size_t with_headroom(std::size_t bytes) { return bytes + bytes / 2; }
-
-template <typename Buffer>
-void reserve(Buffer& buffer, std::size_t bytes) {
-  if (buffer.size() < bytes) buffer.reserve(with_headroom(bytes));
-}
-
 // Makes options.device current on the calling thread (the device is per thread in CUDA).
 const GpuBackendOptions& on_device(const GpuBackendOptions& options) {
   SVDSERVE_CUDA_CHECK(cudaSetDevice(options.device));
@@ -87,7 +80,7 @@ class GpuBackend final : public Backend {
     std::vector<double> norms_squared(matrices, 0.0);
     {
       trace::ScopedRange stage("h2d");
-      reserve(context->staging_in, input_bytes);
+      context->staging_in.grow_to(input_bytes);
       float* staged = context->staging_in.as<float>();
       for (std::size_t i = 0; i < images.size(); ++i) {
         const auto& planes = images[i]->planes;
@@ -101,7 +94,7 @@ class GpuBackend final : public Backend {
           norms_squared[i * shape.channels + c] = sum;
         }
       }
-      reserve(context->input, input_bytes);
+      context->input.grow_to(input_bytes);
       SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context->input.data(), staged, input_bytes,
                                           cudaMemcpyHostToDevice, stream.value()));
     }
@@ -114,7 +107,7 @@ class GpuBackend final : public Backend {
     const float* a = context->input.as<float>();
     if (!wide) {
       trace::ScopedRange stage("transpose");
-      reserve(context->transposed, input_bytes);
+      context->transposed.grow_to(input_bytes);
       const float one = 1.0f, zero = 0.0f;
       for (std::size_t i = 0; i < matrices; ++i) {
         float* out = context->transposed.as<float>() + i * plane;
@@ -123,9 +116,9 @@ class GpuBackend final : public Backend {
       }
       a = context->transposed.as<float>();
     }
-    reserve(context->u, matrices * m * rank * sizeof(float));
-    reserve(context->s, matrices * rank * sizeof(float));
-    reserve(context->v, matrices * n * rank * sizeof(float));
+    context->u.grow_to(matrices * m * rank * sizeof(float));
+    context->s.grow_to(matrices * rank * sizeof(float));
+    context->v.grow_to(matrices * n * rank * sizeof(float));
     SvdBatch batch{m, n, static_cast<int>(matrices), static_cast<int>(rank), a,
                    context->u.as<float>(), context->s.as<float>(), context->v.as<float>(),
                    norms_squared};
@@ -164,7 +157,7 @@ class GpuBackend final : public Backend {
                                               cudaMemcpyDeviceToDevice, stream.value()));
         }
       }
-      reserve(context->staging_out, matrices * rank * sizeof(float));
+      context->staging_out.grow_to(matrices * rank * sizeof(float));
       SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context->staging_out.data(), context->s.data(),
                                           matrices * rank * sizeof(float), cudaMemcpyDeviceToHost,
                                           stream.value()));
@@ -223,7 +216,7 @@ class GpuBackend final : public Backend {
     tasks.reserve(group.size());
     auto context = streams_.acquire();
     const StreamView stream = context->stream.view();
-    reserve(context->output, group.size() * image_bytes);
+    context->output.grow_to(group.size() * image_bytes);
     for (std::size_t i = 0; i < group.size(); ++i) {
       const ReconstructItem& item = *group[i];
       const auto* factors = dynamic_cast<const GpuFactors*>(item.factors);
@@ -241,13 +234,13 @@ class GpuBackend final : public Backend {
       max_rank = std::max(max_rank, item.rank);
     }
     if (options_.reconstruct_with_cublas) {
-      reserve(context->scratch, shape.values() * sizeof(float));
+      context->scratch.grow_to(shape.values() * sizeof(float));
       reconstruct_with_cublas(context->cublas.value(), tasks, shape, pixels,
                               context->scratch.as<float>(), stream);
     } else {
       const std::size_t table_bytes = tasks.size() * sizeof(ReconstructTask);
-      reserve(context->staging_in, table_bytes);
-      reserve(context->input, table_bytes);
+      context->staging_in.grow_to(table_bytes);
+      context->input.grow_to(table_bytes);
       std::memcpy(context->staging_in.data(), tasks.data(), table_bytes);
       SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context->input.data(), context->staging_in.data(),
                                           table_bytes, cudaMemcpyHostToDevice, stream.value()));
@@ -257,7 +250,7 @@ class GpuBackend final : public Backend {
                                stream);
     }
     const std::size_t output_bytes = group.size() * image_bytes;
-    reserve(context->staging_out, output_bytes);
+    context->staging_out.grow_to(output_bytes);
     {
       trace::ScopedRange stage("d2h");
       SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context->staging_out.data(), context->output.data(),

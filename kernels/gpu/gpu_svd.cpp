@@ -8,16 +8,6 @@
 #include "kernels/trace.hpp"
 
 namespace svdserve::gpu {
-namespace {
-
-// Grow workspaces by half again so a slowly rising size does not reallocate every time.
-std::size_t with_headroom(std::size_t bytes) { return bytes + bytes / 2; }
-
-void reserve(DeviceBuffer& buffer, std::size_t bytes) {
-  if (buffer.size() < bytes) buffer.reserve(with_headroom(bytes));
-}
-
-}  // namespace
 
 GpuSvdSolver::GpuSvdSolver(StreamView stream, cusolverDnHandle_t cusolver, cublasHandle_t cublas)
     : stream_(stream), cusolver_(cusolver), cublas_(cublas) {
@@ -53,8 +43,8 @@ void GpuSvdSolver::solve_gesvda(const SvdBatch& b, SvdReport& report, std::vecto
   SVDSERVE_CUSOLVER_CHECK(cusolverDnSgesvdaStridedBatched_bufferSize(
       cusolver_, CUSOLVER_EIG_MODE_VECTOR, b.rank, b.m, b.n, b.a, b.m, stride_a, b.s, b.rank, b.u,
       b.m, stride_u, b.v, b.n, stride_v, &lwork, b.count));
-  reserve(work_, static_cast<std::size_t>(lwork) * sizeof(float));
-  reserve(info_, static_cast<std::size_t>(b.count) * sizeof(int));
+  work_.grow_to(static_cast<std::size_t>(lwork) * sizeof(float));
+  info_.grow_to(static_cast<std::size_t>(b.count) * sizeof(int));
   std::vector<double> residual(static_cast<std::size_t>(b.count));
   SVDSERVE_CUSOLVER_CHECK(cusolverDnSgesvdaStridedBatched(
       cusolver_, CUSOLVER_EIG_MODE_VECTOR, b.rank, b.m, b.n, b.a, b.m, stride_a, b.s, b.rank, b.u,
@@ -99,11 +89,11 @@ void GpuSvdSolver::solve_gesvda(const SvdBatch& b, SvdReport& report, std::vecto
 void GpuSvdSolver::solve_gesvd(const SvdBatch& b, int index) {
   trace::ScopedRange range("svd_gesvd");
   const std::size_t mn = static_cast<std::size_t>(b.m) * b.n;
-  reserve(exact_a_, mn * sizeof(float));
-  reserve(exact_u_, mn * sizeof(float));
-  reserve(exact_s_, static_cast<std::size_t>(b.n) * sizeof(float));
-  reserve(exact_vt_, static_cast<std::size_t>(b.n) * b.n * sizeof(float));
-  reserve(info_, sizeof(int));
+  exact_a_.grow_to(mn * sizeof(float));
+  exact_u_.grow_to(mn * sizeof(float));
+  exact_s_.grow_to(static_cast<std::size_t>(b.n) * sizeof(float));
+  exact_vt_.grow_to(static_cast<std::size_t>(b.n) * b.n * sizeof(float));
+  info_.grow_to(sizeof(int));
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(exact_a_.data(), b.a + index * mn, mn * sizeof(float),
                                       cudaMemcpyDeviceToDevice, stream_.value()));
   float* a = exact_a_.as<float>();
@@ -114,7 +104,7 @@ void GpuSvdSolver::solve_gesvd(const SvdBatch& b, int index) {
   SVDSERVE_CUSOLVER_CHECK(cusolverDnXgesvd_bufferSize(
       cusolver_, gesvd_params_, 'S', 'S', b.m, b.n, CUDA_R_32F, a, b.m, CUDA_R_32F, s, CUDA_R_32F,
       u, b.m, CUDA_R_32F, vt, b.n, CUDA_R_32F, &device_bytes, &host_bytes));
-  reserve(work_, device_bytes);
+  work_.grow_to(device_bytes);
   if (host_work_.size() < host_bytes) host_work_.resize(host_bytes);
   SVDSERVE_CUSOLVER_CHECK(cusolverDnXgesvd(
       cusolver_, gesvd_params_, 'S', 'S', b.m, b.n, CUDA_R_32F, a, b.m, CUDA_R_32F, s, CUDA_R_32F,
