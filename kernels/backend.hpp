@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -42,13 +44,40 @@ class Backend {
   [[nodiscard]] virtual std::size_t default_memory_budget_bytes() const { return std::size_t{1} << 30; }
 
   // Truncated SVD of each image (all of one shape), keeping min(max_rank, full rank) triplets.
-  // Throws svdserve::Error: ResourceExhausted when the factors do not fit, InternalError when a
-  // solver fails.
+  // Throws svdserve::Error: InvalidArgument for non-finite samples, ResourceExhausted when the
+  // factors do not fit, InternalError when a solver fails.
   [[nodiscard]] virtual std::vector<std::shared_ptr<const Factors>> decompose(
-      std::span<const ImageF32* const> images, uint32_t max_rank) = 0;
+      std::span<const DecodedImage* const> images, uint32_t max_rank) = 0;
+  // The same for images held as float planes (tests, benchmarks).
+  [[nodiscard]] std::vector<std::shared_ptr<const Factors>> decompose(
+      std::span<const ImageF32* const> images, uint32_t max_rank) {
+    std::vector<DecodedImage> decoded(images.size());
+    std::vector<const DecodedImage*> pointers(images.size(), nullptr);  // null stays null
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      if (images[i] == nullptr) continue;
+      decoded[i] = to_decoded(*images[i]);
+      pointers[i] = &decoded[i];
+    }
+    return decompose(pointers, max_rank);
+  }
 
   // Writes U_k diag(S_k) Vt_k for each item (all of one shape, each with its own rank).
   virtual void reconstruct(std::span<const ReconstructItem> items) = 0;
+
+  // reconstruct(), finished asynchronously: `done` is called exactly once, with nullptr when every
+  // output is written or with the error. Items and their outputs must stay valid until then. The
+  // GPU backend returns once the work is enqueued (it waits only for a free stream) and calls
+  // `done` from a completion thread; this default runs everything on the caller's thread.
+  using Completion = std::function<void(std::exception_ptr)>;
+  virtual void reconstruct_async(std::vector<ReconstructItem> items, Completion done) {
+    std::exception_ptr error;
+    try {
+      reconstruct(items);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done(error);
+  }
 
   [[nodiscard]] virtual BackendMetrics metrics() const { return {}; }
 

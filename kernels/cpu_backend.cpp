@@ -70,8 +70,8 @@ struct BandPlan {
   return std::ranges::all_of(values, [](float value) { return std::isfinite(value); });
 }
 
-// Every image present, one non-empty shape, and as many values as the shape says.
-[[nodiscard]] ImageShape validate_images(std::span<const ImageF32* const> images) {
+// Every image present, one non-empty shape, and as many samples as the shape says.
+[[nodiscard]] ImageShape validate_images(std::span<const DecodedImage* const> images) {
   for (std::size_t i = 0; i < images.size(); ++i) {
     if (images[i] == nullptr) {
       throw InvalidArgument("decompose got a null image at " + std::to_string(i));
@@ -82,15 +82,16 @@ struct BandPlan {
     throw InvalidArgument("cannot decompose an empty image (" + shape_text(shape) + ")");
   }
   for (std::size_t i = 0; i < images.size(); ++i) {
-    const ImageF32& image = *images[i];
+    const DecodedImage& image = *images[i];
     if (image.shape != shape) {
       throw InvalidArgument("a decompose batch must have one shape: image " + std::to_string(i) +
                             " is " + shape_text(image.shape) + ", image 0 is " + shape_text(shape));
     }
-    if (image.planes.size() != shape.values()) {
+    const std::size_t expected = shape.values() * bytes_per_sample(image.type);
+    if (image.samples.size() != expected) {
       throw InvalidArgument("image " + std::to_string(i) + " holds " +
-                            std::to_string(image.planes.size()) + " values; its shape " +
-                            shape_text(shape) + " needs " + std::to_string(shape.values()));
+                            std::to_string(image.samples.size()) + " bytes; its shape " +
+                            shape_text(shape) + " needs " + std::to_string(expected));
     }
   }
   return shape;
@@ -156,21 +157,26 @@ class CpuBackend final : public Backend {
   [[nodiscard]] std::string name() const override { return "cpu"; }
   [[nodiscard]] std::string device_description() const override { return description_; }
 
+  using Backend::decompose;
   [[nodiscard]] std::vector<std::shared_ptr<const Factors>> decompose(
-      std::span<const ImageF32* const> images, uint32_t max_rank) override {
+      std::span<const DecodedImage* const> decoded, uint32_t max_rank) override {
     trace::ScopedRange range("cpu_decompose");
     if (max_rank == 0) throw InvalidArgument("max_rank must be at least 1");
-    if (images.empty()) return {};
-    const ImageShape shape = validate_images(images);
+    if (decoded.empty()) return {};
+    const ImageShape shape = validate_images(decoded);
     const uint32_t rank = std::min(max_rank, shape.full_rank());
 
     try {
+      std::vector<ImageF32> images(decoded.size());
+      pool_.run(images.size(), [&](std::size_t index, unsigned) {
+        images[index] = to_planes(*decoded[index]);
+      });
       // One task per plane: channels are independent SVDs.
       std::vector<PlaneSvd> planes(images.size() * shape.channels);
       pool_.run(planes.size(), [&](std::size_t index, unsigned worker) {
         const std::size_t image = index / shape.channels;
         const auto channel = static_cast<uint32_t>(index % shape.channels);
-        const std::span<const float> plane = images[image]->plane(channel);
+        const std::span<const float> plane = images[image].plane(channel);
         if (!all_finite(plane)) {
           throw InvalidArgument("image " + std::to_string(image) + " has a NaN or infinite value" +
                                 " in channel " + std::to_string(channel));
@@ -190,14 +196,14 @@ class CpuBackend final : public Backend {
           channels[channel] = std::move(plane.factors);
         }
         double energy = 0.0;
-        for (float value : images[image]->planes) energy += double{value} * value;
+        for (float value : images[image].planes) energy += double{value} * value;
         factors.push_back(std::make_shared<const CpuFactors>(
             shape, rank, std::move(singular_values), std::move(channels), energy));
       }
       return factors;
     } catch (const std::bad_alloc&) {
       throw ResourceExhausted("not enough host memory to decompose " +
-                              std::to_string(images.size()) + " images of " + shape_text(shape) +
+                              std::to_string(decoded.size()) + " images of " + shape_text(shape) +
                               " at rank " + std::to_string(rank));
     }
   }

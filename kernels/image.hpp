@@ -36,6 +36,31 @@ struct ImageF32 {
   }
 };
 
+// Samples as a decoder produces them. Values map onto the backends' 0..255 float scale: u8 as is,
+// u16 times 255/65535, f32 as is.
+enum class SampleType : uint8_t { u8, u16, f32 };
+
+[[nodiscard]] constexpr std::size_t bytes_per_sample(SampleType type) noexcept {
+  return type == SampleType::u8 ? 1 : type == SampleType::u16 ? 2 : 4;
+}
+[[nodiscard]] constexpr float sample_scale(SampleType type) noexcept {
+  return type == SampleType::u16 ? 255.0f / 65535.0f : 1.0f;
+}
+
+// An image on its way into a backend: interleaved (HWC, row-major) samples, exactly as decoded.
+// The backend makes its own float32 planes from it, the GPU backend on the device, so that only
+// 1- or 2-byte samples cross PCIe and the loader threads do no per-pixel work.
+struct DecodedImage {
+  ImageShape shape;
+  SampleType type = SampleType::u8;
+  std::vector<std::byte> samples;  // shape.values() * bytes_per_sample(type)
+};
+
+// Host conversions (image_convert.cpp): the CPU backend's way in, and a way for callers that hold
+// float planes (tests, benchmarks) to make a DecodedImage (f32 samples, so nothing is rounded).
+[[nodiscard]] ImageF32 to_planes(const DecodedImage& image);
+[[nodiscard]] DecodedImage to_decoded(const ImageF32& image);
+
 // Output pixel encodings a backend writes. Both are interleaved (HWC), row-major.
 enum class OutputPixels {
   u8,   // round to nearest, clamp to 0..255

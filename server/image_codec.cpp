@@ -12,8 +12,6 @@
 namespace svdserve {
 namespace {
 
-constexpr double u16_to_u8_scale = 255.0 / 65535.0;
-
 void check_dimensions(uint32_t width, uint32_t height, uint32_t channels,
                       const ImageLimits& limits) {
   if (width == 0 || height == 0) throw InvalidArgument("image has zero width or height");
@@ -29,44 +27,37 @@ void check_dimensions(uint32_t width, uint32_t height, uint32_t channels,
   }
 }
 
-// Interleaved OpenCV matrix of any supported depth -> planar float32 on the 0..255 scale.
-ImageF32 to_planes(const cv::Mat& interleaved, double scale) {
-  ImageF32 image;
-  image.shape = {static_cast<uint32_t>(interleaved.cols), static_cast<uint32_t>(interleaved.rows),
-                 static_cast<uint32_t>(interleaved.channels())};
-  image.planes.resize(image.shape.values());
-  std::vector<cv::Mat> planes;
-  planes.reserve(image.shape.channels);
-  for (uint32_t c = 0; c < image.shape.channels; ++c) {
-    planes.emplace_back(interleaved.rows, interleaved.cols, CV_32F, image.plane(c).data());
-  }
-  cv::Mat as_float;
-  interleaved.convertTo(as_float, CV_MAKETYPE(CV_32F, interleaved.channels()), scale);
-  cv::split(as_float, planes);  // writes into image.planes through the wrapping Mats
-  return image;
-}
-
-double scale_for_depth(int depth) {
+SampleType sample_type_for_depth(int depth) {
   switch (depth) {
-    case CV_8U:
-    case CV_32F:
-      return 1.0;
-    case CV_16U:
-      return u16_to_u8_scale;
+    case CV_8U: return SampleType::u8;
+    case CV_16U: return SampleType::u16;
+    case CV_32F: return SampleType::f32;
     default:
       throw InvalidArgument("unsupported pixel depth; send 8-bit, 16-bit or float32 images");
   }
 }
 
-void check_finite(const ImageF32& image) {
-  for (float v : image.planes) {
-    if (!std::isfinite(v)) throw InvalidArgument("image contains NaN or infinite values");
+// A continuous OpenCV matrix (as imdecode makes, or wrapping request bytes) -> DecodedImage.
+DecodedImage from_mat(const cv::Mat& interleaved) {
+  DecodedImage image;
+  image.shape = {static_cast<uint32_t>(interleaved.cols), static_cast<uint32_t>(interleaved.rows),
+                 static_cast<uint32_t>(interleaved.channels())};
+  image.type = sample_type_for_depth(interleaved.depth());
+  const cv::Mat continuous = interleaved.isContinuous() ? interleaved : interleaved.clone();
+  const auto* first = reinterpret_cast<const std::byte*>(continuous.data);
+  image.samples.assign(first, first + continuous.total() * continuous.elemSize());
+  if (image.type == SampleType::f32) {
+    const auto* values = reinterpret_cast<const float*>(image.samples.data());
+    for (std::size_t i = 0; i < image.shape.values(); ++i) {
+      if (!std::isfinite(values[i])) throw InvalidArgument("image contains NaN or infinite values");
+    }
   }
+  return image;
 }
 
 }  // namespace
 
-ImageF32 decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits) {
+DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits) {
   trace::ScopedRange range("decode");
   if (encoded.empty()) throw InvalidArgument("image bytes are empty");
   if (encoded.size() > limits.max_bytes) {
@@ -89,12 +80,10 @@ ImageF32 decode_encoded(std::span<const std::byte> encoded, const ImageLimits& l
   }
   check_dimensions(static_cast<uint32_t>(decoded.cols), static_cast<uint32_t>(decoded.rows),
                    static_cast<uint32_t>(decoded.channels()), limits);
-  ImageF32 image = to_planes(decoded, scale_for_depth(decoded.depth()));
-  if (decoded.depth() == CV_32F) check_finite(image);
-  return image;
+  return from_mat(decoded);
 }
 
-ImageF32 decode_image(const v1::ImageInput& input, const ImageLimits& limits) {
+DecodedImage decode_image(const v1::ImageInput& input, const ImageLimits& limits) {
   switch (input.source_case()) {
     case v1::ImageInput::kEncoded: {
       const std::string& bytes = input.encoded();
@@ -133,9 +122,7 @@ ImageF32 decode_image(const v1::ImageInput& input, const ImageLimits& limits) {
   const cv::Mat wrapped(static_cast<int>(raw.height()), static_cast<int>(raw.width()),
                         CV_MAKETYPE(depth, static_cast<int>(raw.channels())),
                         const_cast<char*>(raw.data().data()));
-  ImageF32 image = to_planes(wrapped, scale_for_depth(depth));
-  if (depth == CV_32F) check_finite(image);
-  return image;
+  return from_mat(wrapped);
 }
 
 std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape) {

@@ -1,6 +1,7 @@
 #pragma once
-// Turning request bytes into the backends' float32 planes, and reconstructed pixels into PNG.
-// Runs on the loader threads; OpenCV does all decoding and encoding.
+// Turning request bytes into decoded images (interleaved 8-bit, 16-bit or float samples; the
+// backend makes its float32 matrices from them, on the GPU when there is one), and reconstructed
+// pixels into PNG. Runs on the loader threads; OpenCV does all decoding and encoding.
 
 #include <cstddef>
 #include <cstdint>
@@ -18,11 +19,12 @@ struct ImageLimits {
   std::size_t max_bytes = 60u << 20;
 };
 
-// Decodes encoded bytes (any format OpenCV reads) or converts raw pixels. 8-bit and float values
-// are kept on the 0..255 scale; 16-bit values are scaled by 255/65535. Throws InvalidArgument
-// with a message that names what is wrong.
-[[nodiscard]] ImageF32 decode_image(const v1::ImageInput& input, const ImageLimits& limits);
-[[nodiscard]] ImageF32 decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits);
+// Decodes encoded bytes (any format OpenCV reads) or takes raw pixels, checking sizes, channels
+// and (for float samples) finiteness. Throws InvalidArgument with a message that names what is
+// wrong. The samples keep their type; see SampleType for how they map onto the 0..255 scale.
+[[nodiscard]] DecodedImage decode_image(const v1::ImageInput& input, const ImageLimits& limits);
+[[nodiscard]] DecodedImage decode_encoded(std::span<const std::byte> encoded,
+                                          const ImageLimits& limits);
 
 // PNG of interleaved u8 pixels (1, 3 or 4 channels in OpenCV's BGR(A) order).
 [[nodiscard]] std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape);

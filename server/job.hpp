@@ -57,7 +57,7 @@ struct Job {
   v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8;
 
   // Filled in on the way.
-  ImageF32 image;                          // after decode
+  DecodedImage image;                      // after decode
   std::shared_ptr<const Factors> factors;  // reconstruct: at admission; decompose: after compute
   uint32_t rank = 0;                       // the rank used (reconstruct, compress)
   double relative_error = 0.0;
@@ -71,6 +71,7 @@ struct Job {
   std::function<bool()> is_cancelled;  // empty: cannot be cancelled
   bool wait_for_room = false;          // admission waits (until the deadline) instead of refusing
   StageTimes times;
+  bool answered = false;  // set by the pipeline when on_done has been called
 
   std::function<void(Job&, std::exception_ptr)> on_done;
 };

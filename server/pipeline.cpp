@@ -101,6 +101,9 @@ void Pipeline::shutdown() {
     compute_queue_.close();
     batcher_.reset();  // joins; closes batch_queue_ after flushing partial batches
     workers_.clear();  // joins
+    // Batches the workers handed to the backend finish on its completion threads.
+    std::unique_lock lock(idle_mutex_);
+    idle_.wait(lock, [this] { return jobs_in_flight_.load() == 0; });
   });
 }
 
@@ -156,15 +159,17 @@ void Pipeline::loader_loop() {
 
 void Pipeline::worker_loop() {
   trace::name_current_thread("svd-worker");
-  while (std::optional<Batch> batch = batch_queue_.pop()) run_batch(*batch);
+  while (std::optional<Batch> batch = batch_queue_.pop()) {
+    run_batch(std::make_shared<Batch>(std::move(*batch)));
+  }
 }
 
-void Pipeline::run_batch(Batch& batch) {
+void Pipeline::run_batch(std::shared_ptr<Batch> batch) {
   trace::ScopedRange range("batch");
   // Drop jobs that died while queued: a cancelled job never reaches the backend.
   std::vector<Job*> live;
-  live.reserve(batch.size());
-  for (JobPtr& job : batch) {
+  live.reserve(batch->size());
+  for (JobPtr& job : *batch) {
     job->times.queue_us += micros_since(job->stage_entered);
     try {
       check_alive(*job);
@@ -180,20 +185,23 @@ void Pipeline::run_batch(Batch& batch) {
   try {
     switch (live.front()->kind) {
       case JobKind::decompose: run_decompose(live); break;
-      case JobKind::reconstruct: run_reconstruct(live); break;
-      case JobKind::compress: run_compress(live); break;
+      case JobKind::reconstruct: reconstruct_into_pixels(batch, live); break;
+      case JobKind::compress: run_compress(batch, live); break;
     }
   } catch (...) {
-    // The whole batch failed (e.g. a solver error): fail each of its own requests, keep serving.
+    // The whole batch failed (e.g. a solver error): fail each of its own requests that is not
+    // answered yet, keep serving.
     const std::exception_ptr error = std::current_exception();
     log().error("batch failed kind={} size={} error={}", job_kind_name(live.front()->kind),
                 live.size(), to_status(error).error_message());
-    for (Job* job : live) complete(*job, error);
+    for (Job* job : live) {
+      if (!job->answered) complete(*job, error);
+    }
   }
 }
 
 void Pipeline::run_decompose(std::vector<Job*>& jobs) {
-  std::vector<const ImageF32*> images;
+  std::vector<const DecodedImage*> images;
   images.reserve(jobs.size());
   for (Job* job : jobs) images.push_back(&job->image);
   const Clock::time_point start = Clock::now();
@@ -206,7 +214,7 @@ void Pipeline::run_decompose(std::vector<Job*>& jobs) {
     try {
       job.evicted_ids = store_.insert(job.image_id, factors[i]);
       job.factors = std::move(factors[i]);
-      job.image = {};  // the planes are no longer needed; free them before answering
+      job.image = {};  // the samples are no longer needed; free them before answering
       complete(job, nullptr);
     } catch (...) {
       complete(job, std::current_exception());
@@ -214,9 +222,7 @@ void Pipeline::run_decompose(std::vector<Job*>& jobs) {
   }
 }
 
-void Pipeline::run_reconstruct(std::vector<Job*>& jobs) { reconstruct_into_pixels(jobs); }
-
-void Pipeline::run_compress(std::vector<Job*>& jobs) {
+void Pipeline::run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job*>& jobs) {
   // One decomposition for the batch, deep enough for every job's rank.
   uint32_t max_rank = 1;
   const uint32_t full_rank = jobs.front()->image.shape.full_rank();
@@ -233,7 +239,7 @@ void Pipeline::run_compress(std::vector<Job*>& jobs) {
     valid.push_back(job);
   }
   if (valid.empty()) return;
-  std::vector<const ImageF32*> images;
+  std::vector<const DecodedImage*> images;
   for (Job* job : valid) images.push_back(&job->image);
   const Clock::time_point start = Clock::now();
   std::vector<std::shared_ptr<const Factors>> factors = backend_.decompose(images, max_rank);
@@ -243,20 +249,28 @@ void Pipeline::run_compress(std::vector<Job*>& jobs) {
     valid[i]->image = {};
     valid[i]->times.compute_us = decompose_us;
   }
-  reconstruct_into_pixels(valid);
+  reconstruct_into_pixels(batch, valid);
 }
 
-void Pipeline::reconstruct_into_pixels(std::vector<Job*>& jobs) {
+void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
+                                       const std::vector<Job*>& jobs) {
+  // What the completion needs, kept alive until the backend calls it: the batch owns the jobs.
+  struct Pending {
+    std::shared_ptr<Batch> batch;
+    std::vector<Job*> runnable;
+    std::vector<std::string> outputs;  // per runnable job: its pixels (u8 ones on their way to PNG)
+    Clock::time_point start;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->batch = batch;
   std::vector<ReconstructItem> items;
-  std::vector<Job*> runnable;
-  std::vector<std::string> scratch(jobs.size());  // u8 pixels on their way to PNG
   items.reserve(jobs.size());
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    Job& job = *jobs[i];
+  pending->outputs.reserve(jobs.size());  // no reallocation: items point into these strings
+  for (Job* job : jobs) {
     try {
-      job.rank = resolve_rank(job.rank_choice, *job.factors);
-      const ImageShape& shape = job.factors->shape();
-      const OutputPixels pixels = output_pixels(job.format);
+      job->rank = resolve_rank(job->rank_choice, *job->factors);
+      const ImageShape& shape = job->factors->shape();
+      const OutputPixels pixels = output_pixels(job->format);
       const std::size_t bytes = shape.values() * bytes_per_value(pixels);
       if (bytes > options_.max_output_bytes) {
         throw ResourceExhausted("the reconstruction is " + std::to_string(bytes) +
@@ -264,32 +278,41 @@ void Pipeline::reconstruct_into_pixels(std::vector<Job*>& jobs) {
                                 std::to_string(options_.max_output_bytes) +
                                 "); ask for OUTPUT_FORMAT_PNG or RAW_U8");
       }
-      std::string& target = job.format == v1::OUTPUT_FORMAT_PNG ? scratch[i] : job.pixels;
-      target.resize(bytes);
-      items.push_back({job.factors.get(), job.rank, pixels,
+      std::string& target = pending->outputs.emplace_back(bytes, '\0');
+      items.push_back({job->factors.get(), job->rank, pixels,
                        std::as_writable_bytes(std::span(target.data(), target.size()))});
-      runnable.push_back(&job);
+      pending->runnable.push_back(job);
     } catch (...) {
-      complete(job, std::current_exception());
+      complete(*job, std::current_exception());
     }
   }
   if (items.empty()) return;
-  const Clock::time_point start = Clock::now();
-  backend_.reconstruct(items);
-  const double compute_us = micros_since(start);
+  pending->start = Clock::now();
+  backend_.reconstruct_async(std::move(items), [this, pending](std::exception_ptr error) {
+    finish_reconstruct(pending->runnable, pending->outputs, pending->start, error);
+  });
+}
 
-  for (std::size_t i = 0, item = 0; i < jobs.size(); ++i) {
+void Pipeline::finish_reconstruct(const std::vector<Job*>& jobs,
+                                  std::vector<std::string>& pixels, Clock::time_point start,
+                                  std::exception_ptr error) {
+  const double compute_us = micros_since(start);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
     Job& job = *jobs[i];
-    if (item >= runnable.size() || runnable[item] != &job) continue;
-    ++item;
     job.times.compute_us += compute_us;
+    if (error) {
+      complete(job, error);
+      continue;
+    }
     try {
       job.relative_error = error_at_rank(*job.factors, job.rank);
       if (job.format == v1::OUTPUT_FORMAT_PNG) {
         const Clock::time_point encode_start = Clock::now();
-        job.pixels = encode_png(std::as_bytes(std::span(scratch[i].data(), scratch[i].size())),
+        job.pixels = encode_png(std::as_bytes(std::span(pixels[i].data(), pixels[i].size())),
                                 job.factors->shape());
         job.times.encode_us = micros_since(encode_start);
+      } else {
+        job.pixels = std::move(pixels[i]);
       }
       complete(job, nullptr);
     } catch (...) {
@@ -299,6 +322,7 @@ void Pipeline::reconstruct_into_pixels(std::vector<Job*>& jobs) {
 }
 
 void Pipeline::complete(Job& job, std::exception_ptr error) {
+  job.answered = true;
   const double total_us = micros_since(job.arrived);
   if (job.times.compute_us > 0) stats_.record_job(job.times, total_us);
   try {
@@ -307,7 +331,10 @@ void Pipeline::complete(Job& job, std::exception_ptr error) {
     // on_done only builds a response and finishes the RPC; an exception here is a bug.
     log().error("completion handler threw: {}", e.what());
   }
-  jobs_in_flight_.fetch_sub(1);
+  if (jobs_in_flight_.fetch_sub(1) == 1) {
+    std::lock_guard lock(idle_mutex_);
+    idle_.notify_all();
+  }
 }
 
 }  // namespace svdserve

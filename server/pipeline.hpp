@@ -6,12 +6,14 @@
 //             `-(reconstruct: nothing to decode)-------------> compute queue --> batcher
 //                                                                                   |
 //   on_done <-- worker threads (backend compute, store insert, encode) <-- batch queue
+//          <-- (reconstruct: the backend's completion threads finish and encode)
 //
 // Only admission can refuse a job (queue full: RESOURCE_EXHAUSTED, or shutting down:
 // UNAVAILABLE); later stages wait for room, so an admitted job is never dropped.
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -60,12 +62,15 @@ class Pipeline {
  private:
   void loader_loop();
   void worker_loop();
-  void run_batch(Batch& batch);
+  void run_batch(std::shared_ptr<Batch> batch);
   void run_decompose(std::vector<Job*>& jobs);
-  void run_reconstruct(std::vector<Job*>& jobs);
-  void run_compress(std::vector<Job*>& jobs);
-  // Reconstructs each job at job->rank from job->factors into job->pixels, then encodes.
-  void reconstruct_into_pixels(std::vector<Job*>& jobs);
+  void run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job*>& jobs);
+  // Starts reconstructing each job at its rank from job->factors and returns; the backend's
+  // completion (finish_reconstruct) fills job->pixels, encodes PNG and answers. `batch` owns jobs.
+  void reconstruct_into_pixels(const std::shared_ptr<Batch>& batch, const std::vector<Job*>& jobs);
+  void finish_reconstruct(const std::vector<Job*>& jobs,
+                          std::vector<std::string>& pixels, Clock::time_point start,
+                          std::exception_ptr error);
   void complete(Job& job, std::exception_ptr error);
 
   const PipelineOptions options_;
@@ -81,6 +86,8 @@ class Pipeline {
   std::vector<std::jthread> workers_;
   std::once_flag shutdown_once_;
   std::atomic<int64_t> jobs_in_flight_{0};
+  std::mutex idle_mutex_;             // with idle_: shutdown waits for jobs_in_flight_ == 0
+  std::condition_variable idle_;
 };
 
 // Picks the rank for a request against the factors' spectrum; throws InvalidArgument when the

@@ -26,10 +26,11 @@ Stream::Stream() {
   stream_.reset(stream);
 }
 
-Event::Event(bool timing) {
+Event::Event(bool timing, bool blocking_sync) {
   cudaEvent_t event = nullptr;
-  SVDSERVE_CUDA_CHECK(
-      cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming));
+  const unsigned flags = (timing ? cudaEventDefault : cudaEventDisableTiming) |
+                         (blocking_sync ? cudaEventBlockingSync : 0u);
+  SVDSERVE_CUDA_CHECK(cudaEventCreateWithFlags(&event, flags));
   event_.reset(event);
 }
 

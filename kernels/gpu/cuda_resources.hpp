@@ -55,7 +55,9 @@ class Stream {
 
 class Event {
  public:
-  explicit Event(bool timing = false);
+  // timing: usable with elapsed_ms. blocking_sync: synchronize() sleeps instead of spinning (for
+  // threads that wait on batches, so a waiting thread takes no CPU from the loaders).
+  explicit Event(bool timing = false, bool blocking_sync = false);
   void record(StreamView stream) const;
   void synchronize() const;
   [[nodiscard]] cudaEvent_t value() const noexcept { return event_.get(); }

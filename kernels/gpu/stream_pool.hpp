@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "kernels/gpu/cuda_resources.hpp"
@@ -24,10 +25,12 @@ struct StreamContext {
   CublasHandle cublas;
   CusolverHandle cusolver;
   GpuSvdSolver solver;
+  Event completed{false, true};  // recorded after a batch's last copy; waited on by a completion thread
   PinnedBuffer staging_in;
   PinnedBuffer staging_out;
-  DeviceBuffer input;       // decompose: image planes; reconstruct: task table
-  DeviceBuffer transposed;  // tall images, transposed for the solver
+  DeviceBuffer input;       // decompose: decoded samples; reconstruct: task table
+  DeviceBuffer matrices;    // decompose: f32 matrices in the solver's layout
+  DeviceBuffer norms;       // decompose: ||A||_F^2 per matrix (double)
   DeviceBuffer u;
   DeviceBuffer s;
   DeviceBuffer v;
@@ -38,23 +41,29 @@ struct StreamContext {
 
 class StreamPool {
  public:
+  // Movable, so that a batch's completion task can hold the stream until its outputs are out.
   class Lease {
    public:
     Lease(StreamPool& pool, StreamContext& context)
-        : pool_(pool), context_(&context), start_(std::chrono::steady_clock::now()) {}
+        : pool_(&pool), context_(&context), start_(std::chrono::steady_clock::now()) {}
+    Lease(Lease&& other) noexcept
+        : pool_(other.pool_), context_(std::exchange(other.context_, nullptr)),
+          start_(other.start_) {}
+    Lease& operator=(Lease&&) = delete;
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
     ~Lease() {
+      if (context_ == nullptr) return;
       context_->busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now() - start_)
                                .count();
-      pool_.give_back(*context_);
+      pool_->give_back(*context_);
     }
-    Lease(const Lease&) = delete;
-    Lease& operator=(const Lease&) = delete;
     StreamContext* operator->() const noexcept { return context_; }
     StreamContext& operator*() const noexcept { return *context_; }
 
    private:
-    StreamPool& pool_;
+    StreamPool* pool_;
     StreamContext* context_;
     std::chrono::steady_clock::time_point start_;
   };

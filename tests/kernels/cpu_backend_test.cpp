@@ -377,7 +377,7 @@ TEST(CpuBackendTest, DescribesItself) {
 
 TEST(CpuBackendTest, EmptyBatchesAreNoOps) {
   const auto backend = make_cpu_backend(1);
-  EXPECT_TRUE(backend->decompose({}, 4).empty());
+  EXPECT_TRUE(backend->decompose(std::span<const DecodedImage* const>{}, 4).empty());
   EXPECT_NO_THROW(backend->reconstruct({}));
 }
 

@@ -108,7 +108,7 @@ TEST_P(DecodeRealImage, MatchesOpenCvsOwnDecode) {
   ASSERT_FALSE(reference.empty()) << path;
   const std::string bytes = read_bytes(path);
 
-  const ImageF32 image = decode_encoded(as_span(bytes), ImageLimits{});
+  const ImageF32 image = to_planes(decode_encoded(as_span(bytes), ImageLimits{}));
   expect_planes_match(image, reference, 1.0);
   // A real photo: on the 0..255 scale and not flat.
   const auto [low, high] = std::minmax_element(image.planes.begin(), image.planes.end());
@@ -119,7 +119,7 @@ TEST_P(DecodeRealImage, MatchesOpenCvsOwnDecode) {
   // The request path gives the same planes.
   v1::ImageInput input;
   input.set_encoded(bytes);
-  EXPECT_EQ(decode_image(input, ImageLimits{}).planes, image.planes);
+  EXPECT_EQ(to_planes(decode_image(input, ImageLimits{})).planes, image.planes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Images, DecodeRealImage,
@@ -135,11 +135,11 @@ INSTANTIATE_TEST_SUITE_P(Images, DecodeRealImage,
 
 TEST(ImageCodec, ColourJpegIsThreeChannelsAndRgbaPngIsFour) {
   const std::string jpeg = read_bytes(kImages / "baboon.jpg");
-  const ImageF32 colour = decode_encoded(as_span(jpeg), ImageLimits{});
+  const ImageF32 colour = to_planes(decode_encoded(as_span(jpeg), ImageLimits{}));
   EXPECT_EQ(colour.shape, (ImageShape{512, 512, 3}));
 
   const std::string png = read_bytes(kImages / "gradient.png");
-  const ImageF32 bgra = decode_encoded(as_span(png), ImageLimits{});
+  const ImageF32 bgra = to_planes(decode_encoded(as_span(png), ImageLimits{}));
   EXPECT_EQ(bgra.shape, (ImageShape{300, 300, 4}));
 }
 
@@ -148,7 +148,7 @@ TEST(ImageCodec, GreyPngIsOneChannel) {
   ASSERT_FALSE(colour.empty());
   cv::Mat grey;
   cv::cvtColor(colour, grey, cv::COLOR_BGR2GRAY);
-  const ImageF32 image = decode_encoded(as_span(encode(grey, ".png")), ImageLimits{});
+  const ImageF32 image = to_planes(decode_encoded(as_span(encode(grey, ".png")), ImageLimits{}));
   EXPECT_EQ(image.shape.channels, 1u);
   expect_planes_match(image, grey, 1.0);
 }
@@ -158,20 +158,20 @@ TEST(ImageCodec, SixteenBitPngIsScaledTo255) {
   ASSERT_FALSE(photo.empty());
   cv::Mat deep;
   photo.convertTo(deep, CV_16UC3, 257.0);  // 255 -> 65535
-  const ImageF32 image = decode_encoded(as_span(encode(deep, ".png")), ImageLimits{});
+  const ImageF32 image = to_planes(decode_encoded(as_span(encode(deep, ".png")), ImageLimits{}));
   expect_planes_match(image, deep, 255.0 / 65535.0, 1e-3);
   // Back on the 8-bit scale, the photo's own values come out again.
   expect_planes_match(image, photo, 1.0, 1e-3);
 
   cv::Mat deep_grey;
   cv::cvtColor(deep, deep_grey, cv::COLOR_BGR2GRAY);
-  const ImageF32 grey = decode_encoded(as_span(encode(deep_grey, ".png")), ImageLimits{});
+  const ImageF32 grey = to_planes(decode_encoded(as_span(encode(deep_grey, ".png")), ImageLimits{}));
   EXPECT_EQ(grey.shape.channels, 1u);
   expect_planes_match(grey, deep_grey, 255.0 / 65535.0, 1e-3);
 
   // The ends of the range and a value between two 8-bit levels.
   const cv::Mat extremes = (cv::Mat_<uint16_t>(1, 3) << 0, 65535, 1000);
-  const ImageF32 ends = decode_encoded(as_span(encode(extremes, ".png")), ImageLimits{});
+  const ImageF32 ends = to_planes(decode_encoded(as_span(encode(extremes, ".png")), ImageLimits{}));
   ASSERT_EQ(ends.planes.size(), 3u);
   EXPECT_FLOAT_EQ(ends.planes[0], 0.0f);
   EXPECT_FLOAT_EQ(ends.planes[1], 255.0f);
@@ -223,6 +223,24 @@ TEST(ImageCodec, EncodedImageOverTheLimitsIsRefused) {
 
 // --- Raw pixels ---------------------------------------------------------------------------------
 
+TEST(ImageCodec, KeepsTheDecodersSampleType) {
+  // The backend converts samples to floats (on the GPU when there is one), so the codec must hand
+  // them over as decoded: 8-bit stays 1 byte per sample, 16-bit 2, float 4.
+  cv::Mat deep(4, 6, CV_16UC3, cv::Scalar(1000, 2000, 65535));
+  const DecodedImage u16 = decode_encoded(as_span(encode(deep, ".png")), ImageLimits{});
+  EXPECT_EQ(u16.type, SampleType::u16);
+  EXPECT_EQ(u16.samples.size(), 4u * 6 * 3 * 2);
+  cv::Mat grey(4, 6, CV_8UC1, cv::Scalar(7));
+  const DecodedImage u8 = decode_encoded(as_span(encode(grey, ".png")), ImageLimits{});
+  EXPECT_EQ(u8.type, SampleType::u8);
+  EXPECT_EQ(u8.samples, std::vector<std::byte>(24, std::byte{7}));
+  const std::vector<float> values{0.5f, 1.5f, 254.5f, 3.0f};
+  const DecodedImage f32 =
+      decode_image(raw_input(2, 2, 1, v1::PIXEL_TYPE_F32, bytes_of(values)), ImageLimits{});
+  EXPECT_EQ(f32.type, SampleType::f32);
+  EXPECT_EQ(to_planes(f32).planes, values);
+}
+
 TEST(ImageCodec, RawU8IsDeinterleavedIntoPlanes) {
   // 3 wide, 2 high, BGR: value = 100*channel + 10*y + x.
   std::vector<uint8_t> pixels;
@@ -232,7 +250,7 @@ TEST(ImageCodec, RawU8IsDeinterleavedIntoPlanes) {
     }
   }
   const ImageF32 image =
-      decode_image(raw_input(3, 2, 3, v1::PIXEL_TYPE_U8, bytes_of(pixels)), ImageLimits{});
+      to_planes(decode_image(raw_input(3, 2, 3, v1::PIXEL_TYPE_U8, bytes_of(pixels)), ImageLimits{}));
   EXPECT_EQ(image.shape, (ImageShape{3, 2, 3}));
   EXPECT_EQ(image.planes, (std::vector<float>{0, 1, 2, 10, 11, 12,          //
                                               100, 101, 102, 110, 111, 112,  //
@@ -247,14 +265,14 @@ TEST(ImageCodec, RawBgraKeepsFourChannels) {
     for (int c = 0; c < 4; ++c) (*it)[c] = static_cast<uint8_t>(value(random));
   }
   const std::string data(reinterpret_cast<const char*>(bgra.data), bgra.total() * 4);
-  const ImageF32 image = decode_image(raw_input(7, 5, 4, v1::PIXEL_TYPE_U8, data), ImageLimits{});
+  const ImageF32 image = to_planes(decode_image(raw_input(7, 5, 4, v1::PIXEL_TYPE_U8, data), ImageLimits{}));
   expect_planes_match(image, bgra, 1.0);
 }
 
 TEST(ImageCodec, RawU16IsScaledTo255) {
   const std::vector<uint16_t> values{0, 257, 65535, 32768, 1, 12345};
   const ImageF32 image =
-      decode_image(raw_input(3, 2, 1, v1::PIXEL_TYPE_U16, bytes_of(values)), ImageLimits{});
+      to_planes(decode_image(raw_input(3, 2, 1, v1::PIXEL_TYPE_U16, bytes_of(values)), ImageLimits{}));
   ASSERT_EQ(image.planes.size(), values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     EXPECT_NEAR(image.planes[i], values[i] * 255.0 / 65535.0, 1e-3) << i;
@@ -265,7 +283,7 @@ TEST(ImageCodec, RawF32KeepsValuesUnclamped) {
   // Two BGR pixels; values outside 0..255 pass through as they are.
   const std::vector<float> values{-1.5f, 0.25f, 300.0f, 17.0f, 254.75f, 1e-3f};
   const ImageF32 image =
-      decode_image(raw_input(2, 1, 3, v1::PIXEL_TYPE_F32, bytes_of(values)), ImageLimits{});
+      to_planes(decode_image(raw_input(2, 1, 3, v1::PIXEL_TYPE_F32, bytes_of(values)), ImageLimits{}));
   EXPECT_EQ(image.planes, (std::vector<float>{-1.5f, 17.0f, 0.25f, 254.75f, 300.0f, 1e-3f}));
 }
 
@@ -349,7 +367,7 @@ TEST_P(EncodePng, RoundTripsRandomPixels) {
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(decoded.data), pixels.size()), pixels);
 
   // And through the server's own decoder.
-  const ImageF32 planes = decode_encoded(as_span(png), ImageLimits{});
+  const ImageF32 planes = to_planes(decode_encoded(as_span(png), ImageLimits{}));
   expect_planes_match(planes, decoded, 1.0);
 }
 

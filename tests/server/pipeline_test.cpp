@@ -114,14 +114,15 @@ class FakeBackend final : public Backend {
   [[nodiscard]] std::string name() const override { return "fake"; }
   [[nodiscard]] std::string device_description() const override { return "test double"; }
 
+  using Backend::decompose;
   [[nodiscard]] std::vector<std::shared_ptr<const Factors>> decompose(
-      std::span<const ImageF32* const> images, uint32_t max_rank) override {
+      std::span<const DecodedImage* const> images, uint32_t max_rank) override {
     pass_gate();
     decompose_calls_ += 1;
     decompose_images_ += images.size();
     if (fail_decompose_) throw InternalError("solver failed on purpose");
     std::vector<std::shared_ptr<const Factors>> factors;
-    for (const ImageF32* image : images) {
+    for (const DecodedImage* image : images) {
       const uint32_t rank = std::min(max_rank, image->shape.full_rank());
       factors.push_back(
           fakes::make_test_factors(image->shape, rank, factor_bytes_f32(image->shape, rank)));
@@ -409,7 +410,7 @@ TEST_F(CpuPipeline, DecomposedRealImagesEndUpInTheStore) {
 
 TEST_F(CpuPipeline, ReconstructMatchesTheBackendWithinOneGreyLevel) {
   const std::string bytes = read_bytes(kImages / "butterfly.jpg");
-  const ImageF32 image = decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), {});
+  const ImageF32 image = to_planes(decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), {}));
   const ImageF32* images[] = {&image};
   constexpr uint32_t kKept = 40;
   const std::shared_ptr<const Factors> factors = backend_->decompose(images, kKept).front();
@@ -505,7 +506,7 @@ TEST_F(CpuPipeline, CompressMatchesDecomposeThenReconstruct) {
     pipeline.submit(std::move(too_high));
     ASSERT_TRUE(completions_.wait_for(2));
   }
-  const ImageF32 image = decode_image(input, {});
+  const ImageF32 image = to_planes(decode_image(input, {}));
   const ImageF32* images[] = {&image};
   const auto factors = backend_->decompose(images, kRank).front();
 

@@ -1,0 +1,39 @@
+#pragma once
+// The threads that finish GPU batches. A worker enqueues a batch on its stream, records the
+// stream's completion event and posts a task here, then goes back for the next batch; the task
+// waits for the event (a blocking sync: the thread sleeps, it does not spin), copies outputs out of
+// pinned staging where needed, returns the stream to the pool and runs the caller's completion
+// (which answers the gRPC calls). One thread per stream, so no batch waits behind another
+// stream's copy-out.
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace svdserve::gpu {
+
+class CompletionThreads {
+ public:
+  explicit CompletionThreads(unsigned count);
+  // Runs every task already posted, then joins.
+  ~CompletionThreads();
+  CompletionThreads(const CompletionThreads&) = delete;
+  CompletionThreads& operator=(const CompletionThreads&) = delete;
+
+  // Tasks must not throw (they report their errors to their own caller).
+  void post(std::function<void()> task);
+
+ private:
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mutex_
+  bool stopping_ = false;                    // guarded by mutex_
+  std::vector<std::jthread> threads_;        // last: joined before the queue goes
+};
+
+}  // namespace svdserve::gpu

@@ -1,0 +1,154 @@
+#include "kernels/gpu/gpu_decompose.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/errors.hpp"
+#include "kernels/gpu/convert_samples.hpp"
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/gpu_factors.hpp"
+#include "kernels/trace.hpp"
+
+namespace svdserve::gpu {
+namespace {
+
+const ImageShape& common_shape(std::span<const DecodedImage* const> images) {
+  const ImageShape& shape = images.front()->shape;
+  for (const DecodedImage* image : images) {
+    if (!(image->shape == shape)) throw InternalError("a GPU batch mixed image shapes");
+    if (image->samples.size() != shape.values() * bytes_per_sample(image->type)) {
+      throw InternalError("a decoded image's sample count does not match its shape");
+    }
+  }
+  return shape;
+}
+
+// Copies every image's samples into pinned staging and on to the device, and converts them there
+// into the solver's matrices (transposed when `transpose`). Fills `norms_squared` (host) with
+// each matrix's ||A||_F^2 and rejects non-finite samples. Synchronises the stream once.
+void upload_matrices(StreamContext& context, std::span<const DecodedImage* const> images,
+                     bool transpose, std::vector<double>& norms_squared) {
+  trace::ScopedRange stage("h2d_convert");
+  const ImageShape& shape = images.front()->shape;
+  const StreamView stream = context.stream.view();
+  std::size_t input_bytes = 0;
+  for (const DecodedImage* image : images) input_bytes += image->samples.size();
+  context.staging_in.grow_to(input_bytes);
+  context.input.grow_to(input_bytes);
+  std::byte* staged = context.staging_in.as<std::byte>();
+  for (std::size_t i = 0, offset = 0; i < images.size(); offset += images[i]->samples.size(), ++i) {
+    std::memcpy(staged + offset, images[i]->samples.data(), images[i]->samples.size());
+  }
+  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.input.data(), staged, input_bytes,
+                                      cudaMemcpyHostToDevice, stream.value()));
+
+  const std::size_t matrices = images.size() * shape.channels;
+  const std::size_t norms_bytes = matrices * sizeof(double);
+  context.matrices.grow_to(matrices * shape.pixels_per_channel() * sizeof(float));
+  context.norms.grow_to(norms_bytes);
+  SVDSERVE_CUDA_CHECK(cudaMemsetAsync(context.norms.data(), 0, norms_bytes, stream.value()));
+  // One launch per run of images with the same sample type (a batch is usually one run).
+  for (std::size_t first = 0, offset = 0; first < images.size();) {
+    std::size_t last = first;
+    std::size_t run_bytes = 0;
+    while (last < images.size() && images[last]->type == images[first]->type) {
+      run_bytes += images[last++]->samples.size();
+    }
+    launch_convert_samples(context.input.as<std::byte>() + offset, images[first]->type, shape,
+                           static_cast<int>(last - first), transpose,
+                           context.matrices.as<float>() + first * shape.values(),
+                           context.norms.as<double>() + first * shape.channels, stream);
+    offset += run_bytes;
+    first = last;
+  }
+  context.staging_out.grow_to(norms_bytes);
+  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.staging_out.data(), context.norms.data(), norms_bytes,
+                                      cudaMemcpyDeviceToHost, stream.value()));
+  stream.synchronize();
+  const double* norms = context.staging_out.as<double>();
+  norms_squared.assign(norms, norms + matrices);
+  for (std::size_t i = 0; i < matrices; ++i) {
+    if (!std::isfinite(norms_squared[i])) {
+      throw InvalidArgument("image " + std::to_string(i / shape.channels) +
+                            " of the batch has a NaN or infinite value in channel " +
+                            std::to_string(i % shape.channels));
+    }
+  }
+}
+
+}  // namespace
+
+DecomposeOutcome decompose_batch(StreamContext& context,
+                                 std::span<const DecodedImage* const> images, uint32_t rank,
+                                 SvdMethod method, DeviceMemoryPool& pool) {
+  const ImageShape shape = common_shape(images);
+  const StreamView stream = context.stream.view();
+  // A row-major h x w plane is a column-major w x h matrix. cuSOLVER wants m >= n: wide and
+  // square planes go as they are (m = w); tall ones are transposed by the conversion (m = h).
+  const bool wide = shape.width >= shape.height;
+  const int m = static_cast<int>(wide ? shape.width : shape.height);
+  const int n = static_cast<int>(wide ? shape.height : shape.width);
+  std::vector<double> norms_squared;
+  upload_matrices(context, images, /*transpose=*/!wide, norms_squared);
+
+  const std::size_t matrices = images.size() * shape.channels;
+  context.u.grow_to(matrices * m * rank * sizeof(float));
+  context.s.grow_to(matrices * rank * sizeof(float));
+  context.v.grow_to(matrices * n * rank * sizeof(float));
+  const SvdBatch batch{m, n, static_cast<int>(matrices), static_cast<int>(rank),
+                       context.matrices.as<float>(), context.u.as<float>(),
+                       context.s.as<float>(), context.v.as<float>(), norms_squared};
+  DecomposeOutcome outcome;
+  outcome.report = context.solver.solve(batch, method);
+
+  // Solver U is m x r, V is n x r. Wide: the image's V is the solver's U (m = w) and its US is
+  // the solver's V (n = h) scaled by S; tall: the other way round.
+  const float* us_source = wide ? context.v.as<float>() : context.u.as<float>();
+  const float* v_source = wide ? context.u.as<float>() : context.v.as<float>();
+  const int h = static_cast<int>(shape.height);
+  const int w = static_cast<int>(shape.width);
+  const int r = static_cast<int>(rank);
+  std::vector<DeviceAllocation> allocations;
+  allocations.reserve(images.size());
+  {
+    trace::ScopedRange stage("store_factors");
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      allocations.push_back(pool.allocate(GpuFactors::bytes_for(shape, rank), stream));
+      float* us_out = allocations.back().floats();
+      float* v_out = us_out + std::size_t{shape.channels} * h * r;
+      for (uint32_t c = 0; c < shape.channels; ++c) {
+        const std::size_t index = i * shape.channels + c;
+        SVDSERVE_CUBLAS_CHECK(cublasSdgmm(context.cublas.value(), CUBLAS_SIDE_RIGHT, h, r,
+                                          us_source + index * h * r, h,
+                                          context.s.as<float>() + index * r, 1,
+                                          us_out + c * std::size_t(h) * r, h));
+        SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(v_out + c * std::size_t(w) * r,
+                                            v_source + index * w * r, sizeof(float) * w * r,
+                                            cudaMemcpyDeviceToDevice, stream.value()));
+      }
+    }
+    context.staging_out.grow_to(matrices * rank * sizeof(float));
+    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.staging_out.data(), context.s.data(),
+                                        matrices * rank * sizeof(float), cudaMemcpyDeviceToHost,
+                                        stream.value()));
+    stream.synchronize();
+  }
+
+  outcome.factors.reserve(images.size());
+  const float* s_host = context.staging_out.as<float>();
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    std::vector<std::vector<float>> spectra(shape.channels);
+    double energy = 0.0;
+    for (uint32_t c = 0; c < shape.channels; ++c) {
+      const float* first = s_host + (i * shape.channels + c) * rank;
+      spectra[c].assign(first, first + rank);
+      energy += norms_squared[i * shape.channels + c];
+    }
+    outcome.factors.push_back(std::make_shared<GpuFactors>(shape, rank, std::move(spectra), energy,
+                                                           std::move(allocations[i])));
+  }
+  return outcome;
+}
+
+}  // namespace svdserve::gpu

@@ -1,0 +1,32 @@
+#pragma once
+// One decompose batch on one leased stream: decoded samples up to the device, converted to the
+// solver's matrices there, cuSOLVER (gpu_svd.hpp), then each image's factors into its own pool
+// allocation in the layout of gpu_factors.hpp. Synchronous: the singular values come back to the
+// host (they go into every response).
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/factors.hpp"
+#include "kernels/gpu/device_memory_pool.hpp"
+#include "kernels/gpu/gpu_svd.hpp"
+#include "kernels/gpu/stream_pool.hpp"
+#include "kernels/image.hpp"
+
+namespace svdserve::gpu {
+
+struct DecomposeOutcome {
+  std::vector<std::shared_ptr<const Factors>> factors;  // one per image, in order
+  SvdReport report;
+};
+
+// images: all of one shape (any sample types). rank: 1..shape.full_rank().
+// Throws InvalidArgument for a non-finite sample, InternalError when the solver fails,
+// ResourceExhausted when the pool cannot hold the factors.
+[[nodiscard]] DecomposeOutcome decompose_batch(StreamContext& context,
+                                               std::span<const DecodedImage* const> images,
+                                               uint32_t rank, SvdMethod method,
+                                               DeviceMemoryPool& pool);
+
+}  // namespace svdserve::gpu

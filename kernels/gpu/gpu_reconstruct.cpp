@@ -1,0 +1,128 @@
+#include "kernels/gpu/gpu_reconstruct.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kernels/errors.hpp"
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/gpu_factors.hpp"
+#include "kernels/gpu/reconstruct.hpp"
+#include "kernels/trace.hpp"
+
+namespace svdserve::gpu {
+namespace {
+
+bool is_pinned(const void* pointer) {
+  cudaPointerAttributes attributes{};
+  SVDSERVE_CUDA_CHECK(cudaPointerGetAttributes(&attributes, pointer));
+  return attributes.type == cudaMemoryTypeHost;
+}
+
+const GpuFactors& checked_factors(const ReconstructItem& item, const ImageShape& shape) {
+  const auto* factors = dynamic_cast<const GpuFactors*>(item.factors);
+  if (factors == nullptr) throw InternalError("factors were not made by the GPU backend");
+  if (!(factors->shape() == shape)) throw InternalError("a GPU batch mixed image shapes");
+  if (item.rank < 1 || item.rank > factors->rank_kept()) {
+    throw InvalidArgument("rank " + std::to_string(item.rank) + " is outside 1.." +
+                          std::to_string(factors->rank_kept()));
+  }
+  if (item.output.size() != shape.values() * bytes_per_value(item.pixels)) {
+    throw InternalError("output buffer has the wrong size for the image");
+  }
+  return *factors;
+}
+
+}  // namespace
+
+StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const ReconstructItem> items,
+                                  bool use_cublas) {
+  const ImageShape shape = items.front().factors->shape();
+  const StreamView stream = context.stream.view();
+  // Device output offsets, and each item's task; validated before anything is enqueued.
+  std::vector<ReconstructTask> tasks(items.size());
+  std::vector<std::size_t> offsets(items.size());
+  std::size_t output_bytes = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const GpuFactors& factors = checked_factors(items[i], shape);
+    offsets[i] = output_bytes;
+    output_bytes += items[i].output.size();
+    tasks[i] = {factors.us(), factors.v(), items[i].rank, factors.rank_kept(), nullptr};
+  }
+  context.output.grow_to(output_bytes);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    tasks[i].out = context.output.as<std::byte>() + offsets[i];
+  }
+
+  // One launch per output type (a batch may mix u8 and f32 requests), each over a contiguous
+  // part of one task table.
+  struct Launch {
+    OutputPixels pixels;
+    std::size_t first = 0;
+    std::size_t count = 0;
+    uint32_t max_rank = 0;
+  };
+  std::vector<ReconstructTask> table;
+  std::vector<Launch> launches;
+  for (OutputPixels pixels : {OutputPixels::u8, OutputPixels::f32}) {
+    Launch launch{pixels, table.size(), 0, 0};
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (items[i].pixels != pixels) continue;
+      table.push_back(tasks[i]);
+      launch.max_rank = std::max(launch.max_rank, items[i].rank);
+    }
+    launch.count = table.size() - launch.first;
+    if (launch.count > 0) launches.push_back(launch);
+  }
+  {
+    trace::ScopedRange stage("reconstruct_kernel");
+    if (use_cublas) {
+      context.scratch.grow_to(shape.values() * sizeof(float));
+      for (const Launch& launch : launches) {
+        reconstruct_with_cublas(context.cublas.value(),
+                                std::span(table).subspan(launch.first, launch.count), shape,
+                                launch.pixels, context.scratch.as<float>(), stream);
+      }
+    } else {
+      const std::size_t table_bytes = table.size() * sizeof(ReconstructTask);
+      context.staging_in.grow_to(table_bytes);
+      context.input.grow_to(table_bytes);
+      std::memcpy(context.staging_in.data(), table.data(), table_bytes);
+      SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.input.data(), context.staging_in.data(),
+                                          table_bytes, cudaMemcpyHostToDevice, stream.value()));
+      for (const Launch& launch : launches) {
+        launch_fused_reconstruct(context.input.as<ReconstructTask>() + launch.first,
+                                 static_cast<uint32_t>(launch.count), shape, launch.pixels,
+                                 launch.max_rank, stream);
+      }
+    }
+  }
+
+  trace::ScopedRange stage("d2h");
+  StagedOutputs staged;
+  std::vector<char> pinned(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) pinned[i] = is_pinned(items[i].output.data());
+  if (std::ranges::count(pinned, 0) > 0) context.staging_out.grow_to(output_bytes);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::span<std::byte> destination = items[i].output;
+    const bool direct = pinned[i] != 0;
+    void* target = direct ? destination.data() : context.staging_out.as<std::byte>() + offsets[i];
+    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(target, context.output.as<std::byte>() + offsets[i],
+                                        destination.size(), cudaMemcpyDeviceToHost,
+                                        stream.value()));
+    if (!direct) staged.push_back({destination, offsets[i]});
+  }
+  context.completed.record(stream);
+  return staged;
+}
+
+void copy_out(const StreamContext& context, const StagedOutputs& staged) {
+  trace::ScopedRange stage("copy_out");
+  for (const StagedOutput& output : staged) {
+    std::memcpy(output.destination.data(),
+                context.staging_out.as<std::byte>() + output.staging_offset,
+                output.destination.size());
+  }
+}
+
+}  // namespace svdserve::gpu

@@ -1,0 +1,260 @@
+// In-process pipeline throughput (the performance issue's benchmark 2): resident factors to u8
+// pixels in host memory through the GPU backend's own path (stream pool, enqueue, completion
+// threads), with 1..8 streams, against the PCIe limit measured in the same run:
+//   limit images/s = pinned device-to-host GB/s / output bytes per image
+// (every output crosses PCIe once; nothing else does). Two kinds of output buffer:
+//   pinned:   the copy lands in the caller's page-locked buffer (no host copy at all);
+//   pageable: ordinary memory, as the gRPC server's response strings are: the copy goes to pinned
+//             staging and a completion thread copies it on.
+// One thread submits with reconstruct_async, as a pipeline worker does; it only waits when every
+// stream is busy or every output slot is in flight. Wall clock after warm-up is the right clock
+// here: the quantity is sustained throughput across streams.
+//
+// usage: svdserve_pipeline_bench [--quick] [--json FILE]
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/cuda_resources.hpp"
+#include "kernels/gpu/device_memory_pool.hpp"
+#include "kernels/gpu/gpu_backend.hpp"
+#include "kernels/gpu/gpu_factors.hpp"
+#include "tests/bench/bench_limits.hpp"
+
+namespace {
+
+using namespace svdserve;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kChannels = 3;
+constexpr uint32_t kRankKept = 256;
+constexpr int kDistinctFactors = 8;  // more than fit in L2 at 1024², so factor reads are real
+
+// Factors with random content (the bench measures speed; tests check values). Pixels come out
+// around mid-grey with detail, not all clamped.
+std::vector<std::shared_ptr<const Factors>> random_factors(gpu::DeviceMemoryPool& pool,
+                                                           const ImageShape& shape) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> detail(-1.0f, 1.0f);
+  const std::size_t bytes = gpu::GpuFactors::bytes_for(shape, kRankKept);
+  std::vector<float> host(bytes / sizeof(float));
+  gpu::Stream stream;
+  std::vector<std::shared_ptr<const Factors>> factors;
+  for (int f = 0; f < kDistinctFactors; ++f) {
+    for (float& value : host) value = detail(rng) * 4.0f;
+    // Term 0 carries the mean: US[:,0] = 128, V[:,0] = 1 for every channel.
+    const std::size_t us_floats = std::size_t{shape.channels} * shape.height * kRankKept;
+    for (uint32_t c = 0; c < shape.channels; ++c) {
+      std::fill_n(host.begin() + c * std::size_t{shape.height} * kRankKept, shape.height, 128.0f);
+      std::fill_n(host.begin() + us_floats + c * std::size_t{shape.width} * kRankKept, shape.width,
+                  1.0f);
+    }
+    gpu::DeviceAllocation memory = pool.allocate(bytes, stream.view());
+    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(memory.floats(), host.data(), bytes,
+                                        cudaMemcpyHostToDevice, stream.view().value()));
+    stream.view().synchronize();
+    std::vector<std::vector<float>> spectra(shape.channels, std::vector<float>(kRankKept, 1.0f));
+    factors.push_back(std::make_shared<gpu::GpuFactors>(shape, kRankKept, std::move(spectra), 1.0,
+                                                        std::move(memory)));
+  }
+  return factors;
+}
+
+// Output buffers for one batch in flight.
+struct Slot {
+  std::vector<gpu::PinnedBuffer> pinned;
+  std::vector<std::vector<std::byte>> pageable;
+  bool busy = false;  // guarded by Runner::mutex_
+  std::span<std::byte> output(std::size_t i, std::size_t bytes) {
+    return pinned.empty() ? std::span(pageable[i]) : std::span(pinned[i].as<std::byte>(), bytes);
+  }
+};
+
+class Runner {
+ public:
+  Runner(Backend& backend, std::vector<std::shared_ptr<const Factors>> factors, uint32_t batch,
+         bool pinned, unsigned slots)
+      : backend_(backend), factors_(std::move(factors)), batch_(batch),
+        bytes_(factors_.front()->shape().values()), slots_(slots) {
+    for (Slot& slot : slots_) {
+      for (uint32_t i = 0; i < batch; ++i) {
+        if (pinned) {
+          slot.pinned.emplace_back(bytes_);
+        } else {
+          slot.pageable.emplace_back(bytes_);
+        }
+      }
+    }
+  }
+
+  // Images per second over at least `seconds` after one round of warm-up batches.
+  double images_per_second(uint32_t rank, double seconds) {
+    for (std::size_t b = 0; b < slots_.size(); ++b) submit(b, rank);
+    wait_all();
+    const auto start = Clock::now();
+    std::size_t batches = 0;
+    while (batches < 2 * slots_.size() ||
+           std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+      submit(batches++, rank);
+    }
+    wait_all();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (failed_) throw std::runtime_error("a batch failed: " + error_);
+    return static_cast<double>(batches) * batch_ / elapsed;
+  }
+
+  // The first output of slot 0 (after a run): for the pinned vs pageable agreement check.
+  std::span<const std::byte> first_output() { return slots_.front().output(0, bytes_); }
+
+ private:
+  void submit(std::size_t sequence, uint32_t rank) {
+    Slot& slot = slots_[sequence % slots_.size()];
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return !slot.busy; });
+      slot.busy = true;
+    }
+    std::vector<ReconstructItem> items;
+    for (uint32_t i = 0; i < batch_; ++i) {
+      const Factors* factors = factors_[(sequence * batch_ + i) % factors_.size()].get();
+      items.push_back({factors, rank, OutputPixels::u8, slot.output(i, bytes_)});
+    }
+    backend_.reconstruct_async(std::move(items), [this, &slot](std::exception_ptr error) {
+      std::lock_guard lock(mutex_);
+      if (error) {
+        failed_ = true;
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          error_ = e.what();
+        }
+      }
+      slot.busy = false;
+      changed_.notify_all();
+    });
+  }
+
+  void wait_all() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] {
+      return std::ranges::none_of(slots_, [](const Slot& slot) { return slot.busy; });
+    });
+  }
+
+  Backend& backend_;
+  std::vector<std::shared_ptr<const Factors>> factors_;
+  uint32_t batch_;
+  std::size_t bytes_;
+  std::vector<Slot> slots_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool failed_ = false;  // guarded by mutex_
+  std::string error_;    // guarded by mutex_
+};
+
+struct Row {
+  uint32_t width, height, rank, streams, batch;
+  std::string output;
+  double images_per_s, limit_images_per_s, speedup_vs_one_stream;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") quick = true;
+    else if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
+  }
+  if (!gpu::cuda_device_available()) {
+    std::fprintf(stderr, "no CUDA device\n");
+    return 1;
+  }
+  const double d2h = bench::pinned_d2h_gb_per_s();
+  std::printf("pinned D2H %.1f GB/s, pinned H2D %.1f GB/s\n", d2h, bench::pinned_h2d_gb_per_s());
+
+  const std::vector<ImageShape> shapes =
+      quick ? std::vector<ImageShape>{{1024, 1024, kChannels}}
+            : std::vector<ImageShape>{{1024, 1024, kChannels}, {2048, 2048, kChannels},
+                                      {4096, 4096, kChannels}, {1920, 1080, kChannels}};
+  const std::vector<uint32_t> ranks = quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{16, 64, 256};
+  const std::vector<unsigned> stream_counts = quick ? std::vector<unsigned>{1, 4} : std::vector<unsigned>{1, 2, 4, 8};
+  const double seconds = quick ? 0.2 : 0.4;
+  std::vector<Row> rows;
+  gpu::DeviceMemoryPool pool(0, std::size_t{4} << 30);
+
+  std::printf("\n%-10s %5s %7s %6s %9s %12s %12s %9s %9s\n", "size", "rank", "streams", "batch",
+              "output", "images/s", "limit/s", "of limit", "vs 1 str");
+  for (const ImageShape& shape : shapes) {
+    const auto factors = random_factors(pool, shape);
+    const std::size_t image_bytes = shape.values();
+    // About 24 MB of output per batch: large copies, and several batches in flight still fit.
+    const uint32_t batch = std::max<uint32_t>(1, static_cast<uint32_t>((24u << 20) / image_bytes));
+    const double limit = d2h * 1e9 / static_cast<double>(image_bytes);
+    for (unsigned streams : stream_counts) {
+      gpu::GpuBackendOptions options;
+      options.streams = streams;
+      options.budget_bytes = std::size_t{64} << 20;  // factors live in this bench's own pool
+      auto backend = gpu::make_gpu_backend(options);
+      for (const bool pinned : {true, false}) {
+        Runner runner(*backend, factors, batch, pinned, streams + 2);
+        for (uint32_t rank : ranks) {
+          const double rate = runner.images_per_second(rank, seconds);
+          double speedup = 1.0;
+          for (const Row& row : rows) {
+            if (row.width == shape.width && row.height == shape.height && row.rank == rank &&
+                row.streams == 1 && row.output == (pinned ? "pinned" : "pageable")) {
+              speedup = rate / row.images_per_s;
+            }
+          }
+          rows.push_back({shape.width, shape.height, rank, streams, batch,
+                          pinned ? "pinned" : "pageable", rate, limit, speedup});
+          std::printf("%4ux%-5u %5u %7u %6u %9s %12.0f %12.0f %8.1f%% %8.2fx\n", shape.width,
+                      shape.height, rank, streams, batch, pinned ? "pinned" : "pageable", rate,
+                      limit, 100.0 * rate / limit, speedup);
+          std::fflush(stdout);
+        }
+      }
+      // The direct copy into pinned memory and the staged one must give the same bytes.
+      Runner pinned_runner(*backend, factors, 1, true, 1);
+      Runner pageable_runner(*backend, factors, 1, false, 1);
+      (void)pinned_runner.images_per_second(ranks.back(), 0.0);
+      (void)pageable_runner.images_per_second(ranks.back(), 0.0);
+      if (!std::ranges::equal(pinned_runner.first_output(), pageable_runner.first_output())) {
+        std::printf("FAIL: pinned and pageable outputs differ (%ux%u, %u streams)\n", shape.width,
+                    shape.height, streams);
+        return 1;
+      }
+    }
+  }
+
+  if (!json_path.empty()) {
+    std::ofstream json(json_path);
+    json << "{\"benchmark\": \"pipeline\", \"pinned_d2h_gb_per_s\": " << d2h << ", \"rows\": [";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      json << (i ? "," : "") << "\n {\"width\": " << r.width << ", \"height\": " << r.height
+           << ", \"rank\": " << r.rank << ", \"streams\": " << r.streams
+           << ", \"batch\": " << r.batch << ", \"output\": \"" << r.output
+           << "\", \"images_per_s\": " << r.images_per_s
+           << ", \"limit_images_per_s\": " << r.limit_images_per_s
+           << ", \"fraction_of_limit\": " << r.images_per_s / r.limit_images_per_s
+           << ", \"speedup_vs_one_stream\": " << r.speedup_vs_one_stream << "}";
+    }
+    json << "\n]}\n";
+  }
+  return 0;
+}
