@@ -147,9 +147,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const uint32_t load_element = threadIdx.x % kLoadersPerSliceRow * kVectorFloats;
 
   const uint32_t rank = task.rank;
-  const uint32_t slices = (rank + kSliceDepth - 1) / kSliceDepth;
+  // At least one (empty) slice, so that rank 0 writes zeros as tile64 does.
+  const uint32_t slices = max(1U, (rank + kSliceDepth - 1) / kSliceDepth);
   const uint32_t steps = kChannels * slices;
-  if (steps == 0) return;  // rank 0 is rejected on the host; never reached
 
   // Prologue: step 0 (channel 0, slice 0) into buffer 0.
   ChannelFactors next = channel_factors(task, 0, height, width);
