@@ -29,10 +29,25 @@ struct ReconstructTask {
   void* out = nullptr;     // device; shape.values() u8 or f32, row-major, channels interleaved
 };
 
-// tasks_device: `count` ReconstructTask in device memory. max_rank: the largest task rank.
+// The fused kernel comes in variants that give bit-identical pixels (same summation order):
+//  - tile64:  64 x 64 tiles, 4 x 4 outputs per thread; u8 and f32. Light on registers and shared
+//             memory: the better choice where the work is mostly rounding and storing (small k);
+//  - tile128: 128 x 128 tiles, 8 x 8 per thread; u8 only (f32 requests run tile64). Fewer
+//             shared loads and syncs per FMA: the better choice where FMAs dominate (larger k);
+//  - automatic: by output type and the batch's largest rank (fused_variant_for).
+enum class FusedVariant : uint8_t { automatic, tile64, tile128 };
+
+[[nodiscard]] const char* fused_variant_name(FusedVariant variant) noexcept;
+
+// The variant a launch with these arguments runs (never automatic).
+[[nodiscard]] FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
+                                             uint32_t max_rank) noexcept;
+
+// tasks_device: `count` ReconstructTask in device memory. max_rank: the largest task rank; it
+// picks the variant when `variant` is automatic.
 void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
                               const ImageShape& shape, OutputPixels pixels, uint32_t max_rank,
-                              StreamView stream);
+                              StreamView stream, FusedVariant variant = FusedVariant::automatic);
 
 // tasks: host copies. scratch: device floats, at least shape.values() (reused task by task).
 void reconstruct_with_cublas(cublasHandle_t cublas, std::span<const ReconstructTask> tasks,

@@ -1,17 +1,16 @@
 // Fused rank-k reconstruction: out = pixel(US_k V_k^T), computed tile by tile and written straight
-// into the interleaved (HWC) output; no f32 image ever reaches device memory.
+// into the interleaved (HWC) output; no f32 image ever reaches device memory. This file holds the
+// public entry point (variant choice, argument checks) and the tile64 variant; the tile128
+// variant is in reconstruct_fused_tile128.cu.
 //
-// One block = one 64 x 64 pixel tile of one task (blockIdx.z), all channels:
+// tile64: one block = one 64 x 64 pixel tile of one task (blockIdx.z), all channels:
 //  - 256 threads in a 16 x 16 grid, each accumulating a 4 x 4 patch in registers (FP32 FMA),
 //    one channel at a time so the 16 accumulators are reused;
 //  - k advances in slices of 16. A slice of US (64 rows) and of V (64 columns) sits in shared
 //    memory, double-buffered: the next slice is loaded into registers (float4 where aligned)
 //    while the current one is multiplied, so there is one __syncthreads per slice;
 //  - each channel's pixels go into a shared staging tile that is laid out like the output rows
-//    (interleaved) and shifted, row by row, by the row's global address mod 16. Staging and
-//    output are then congruent mod 16, so the copy-out stores 16 bytes (uint4, STG.128) wherever
-//    an aligned 16 bytes lies inside the row segment, and narrower stores only at its two ends.
-//    That holds for any width, channel count and output address.
+//    and copied out with 16-byte stores (the contract is in reconstruct_tile_io.cuh).
 // Summation order per output is k = 0, 1, ..., rank - 1, one FMA each; cuBLAS sums in another
 // order, so the two paths can differ in the last bits (and a u8 pixel by 1 at a .5 boundary).
 
@@ -20,15 +19,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/pixel_convert.cuh"
 #include "kernels/gpu/reconstruct.hpp"
+#include "kernels/gpu/reconstruct_fused_variants.hpp"
+#include "kernels/gpu/reconstruct_tile_io.cuh"
 
 namespace svdserve::gpu {
 namespace {
+
+using detail::kStoreBytes;
+using detail::kVectorFloats;
+using detail::load_four;
+using detail::misalignment;
+using detail::vector_aligned;
 
 constexpr uint32_t kTileRows = 64;     // image rows (i) per block
 constexpr uint32_t kTileCols = 64;     // image columns (j) per block
@@ -37,8 +43,6 @@ constexpr uint32_t kPatchRows = 4;     // outputs per thread, per channel: 4 x 4
 constexpr uint32_t kPatchCols = 4;
 constexpr uint32_t kThreadsPerTileRow = kTileCols / kPatchCols;
 constexpr uint32_t kThreads = (kTileRows / kPatchRows) * kThreadsPerTileRow;
-constexpr uint32_t kVectorFloats = 4;  // float4 loads of the factors
-constexpr uint32_t kStoreBytes = 16;   // uint4 stores of the output
 constexpr uint32_t kMaxChannels = 4;   // the service accepts 1, 3 and 4
 constexpr uint32_t kMaxGridYZ = 65535;
 constexpr int kMinBlocksPerSm = 4;  // caps registers at 64: 16 accumulators + prefetch + addresses
@@ -55,10 +59,9 @@ constexpr std::size_t kVSlicesBytes = 2 * kSliceDepth * kTileCols * sizeof(float
 constexpr std::size_t kStagingOffset = kUsSlicesBytes + kVSlicesBytes;
 static_assert(kStagingOffset % kStoreBytes == 0);
 
-// Staging row pitch: one tile row of interleaved pixels plus room for the 0..15 byte shift.
 template <typename Pixel, uint32_t kChannels>
 constexpr uint32_t staging_pitch() {
-  return kTileCols * kChannels * sizeof(Pixel) + kStoreBytes;
+  return detail::staging_pitch<Pixel, kChannels, kTileCols>();
 }
 
 template <typename Pixel, uint32_t kChannels>
@@ -69,31 +72,6 @@ constexpr std::size_t shared_bytes() {
 using UsSlice = float[kSliceDepth][kTileRows];
 using VSlice = float[kSliceDepth][kTileCols];
 using Patch = float[kPatchRows][kPatchCols];
-
-__device__ __forceinline__ uint32_t misalignment(std::uintptr_t address) {
-  return static_cast<uint32_t>(address % kStoreBytes);
-}
-
-__device__ __forceinline__ bool vector_aligned(const float* column0, uint32_t leading) {
-  return misalignment(reinterpret_cast<std::uintptr_t>(column0)) == 0 &&
-         leading % kVectorFloats == 0;
-}
-
-// Elements first..first+3 of factor column k (leading dimension `leading`), zero past the image
-// edge (`limit`) and for k >= rank, which keeps reads inside the factors.
-__device__ __forceinline__ float4 load_four(const float* __restrict__ factor, uint32_t leading,
-                                            uint32_t k, uint32_t rank, uint32_t first,
-                                            uint32_t limit, bool aligned) {
-  float4 four = make_float4(0.0F, 0.0F, 0.0F, 0.0F);
-  if (k >= rank) return four;
-  const float* column = factor + std::size_t{k} * leading;
-  if (aligned && first + 3 < limit) return __ldg(reinterpret_cast<const float4*>(column + first));
-  if (first < limit) four.x = __ldg(column + first);
-  if (first + 1 < limit) four.y = __ldg(column + first + 1);
-  if (first + 2 < limit) four.z = __ldg(column + first + 2);
-  if (first + 3 < limit) four.w = __ldg(column + first + 3);
-  return four;
-}
 
 __device__ __forceinline__ void accumulate_k(const UsSlice& us, const VSlice& v, uint32_t kk,
                                              uint32_t patch_row, uint32_t patch_col,
@@ -106,21 +84,6 @@ __device__ __forceinline__ void accumulate_k(const UsSlice& us, const VSlice& v,
   for (uint32_t r = 0; r < kPatchRows; ++r) {
 #pragma unroll
     for (uint32_t c = 0; c < kPatchCols; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
-  }
-}
-
-// Output stores go through __stwb (st.global.wb, the default caching): task.out is loaded from
-// memory, so without it the compiler cannot prove the address global and emits generic stores.
-
-// The ends of a row segment, narrower than 16 bytes: 4-byte words for f32 (its output is
-// float-aligned, so both ends are word-aligned), single bytes for u8.
-template <typename Pixel>
-__device__ __forceinline__ void copy_narrow(unsigned char* out, const unsigned char* stage,
-                                            uint32_t first, uint32_t last) {
-  constexpr uint32_t kStep = sizeof(Pixel);
-  using Word = std::conditional_t<sizeof(Pixel) == 4, uint32_t, uint8_t>;
-  for (uint32_t b = first; b < last; b += kStep) {
-    __stwb(reinterpret_cast<Word*>(out + b), *reinterpret_cast<const Word*>(stage + b));
   }
 }
 
@@ -220,32 +183,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
   }
   __syncthreads();
-
-  // Copy-out: work item = one aligned 16-byte chunk of one row segment; consecutive threads take
-  // consecutive chunks, so a warp writes contiguous memory.
-  const uint32_t segment_bytes = tile_cols * kPixelBytes;
-  const uint32_t chunks_per_row = (segment_bytes + 2 * kStoreBytes - 2) / kStoreBytes;
-  const uint32_t chunks = tile_rows * chunks_per_row;
-  for (uint32_t item = threadIdx.x; item < chunks; item += kThreads) {
-    const uint32_t row = item / chunks_per_row;
-    const uint32_t chunk = item - row * chunks_per_row;
-    unsigned char* const row_out = tile_out + row * row_bytes;
-    const uint32_t shift = misalignment(reinterpret_cast<std::uintptr_t>(row_out));
-    const unsigned char* const row_stage = staging + row * kPitch + shift;
-    // Segment bytes [begin, begin + 16) form one aligned 16 bytes of the output.
-    const int begin = static_cast<int>(chunk * kStoreBytes) - static_cast<int>(shift);
-    const int end = begin + static_cast<int>(kStoreBytes);
-    const int first = max(begin, 0);
-    const int last = min(end, static_cast<int>(segment_bytes));
-    if (first >= last) continue;
-    if (first == begin && last == end) {
-      __stwb(reinterpret_cast<uint4*>(row_out + begin),
-             *reinterpret_cast<const uint4*>(row_stage + begin));
-    } else {
-      copy_narrow<Pixel>(row_out, row_stage, static_cast<uint32_t>(first),
-                         static_cast<uint32_t>(last));
-    }
-  }
+  detail::copy_out_tile<Pixel, kChannels, kPitch, kThreads>(staging, tile_out, row_bytes,
+                                                            tile_rows, tile_cols);
 }
 
 template <typename Pixel, uint32_t kChannels>
@@ -281,21 +220,54 @@ void launch_for_channels(const ReconstructTask* tasks_device, uint32_t count,
 
 }  // namespace
 
-// max_rank needs no special handling: k streams through fixed 16-deep slices whatever the rank.
+uint32_t fused_tile64_rows() noexcept { return kTileRows; }
+
 // u8 outputs may start at any byte; f32 outputs must be float-aligned (device allocations are).
-void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
-                              const ImageShape& shape, OutputPixels pixels,
-                              [[maybe_unused]] uint32_t max_rank, StreamView stream) {
-  if (count == 0 || shape.width == 0 || shape.height == 0) return;
-  const uint32_t row_tiles = (shape.height + kTileRows - 1) / kTileRows;
-  if (count > kMaxGridYZ || row_tiles > kMaxGridYZ) {
-    throw InvalidArgument("fused reconstruction: " + std::to_string(count) + " tasks of height " +
-                          std::to_string(shape.height) + " exceed one launch's grid");
-  }
+void launch_fused_tile64(const ReconstructTask* tasks_device, uint32_t count,
+                         const ImageShape& shape, OutputPixels pixels, StreamView stream) {
   if (pixels == OutputPixels::u8) {
     launch_for_channels<uint8_t>(tasks_device, count, shape, stream);
   } else {
     launch_for_channels<float>(tasks_device, count, shape, stream);
+  }
+}
+
+const char* fused_variant_name(FusedVariant variant) noexcept {
+  switch (variant) {
+    case FusedVariant::automatic: return "automatic";
+    case FusedVariant::tile64: return "tile64";
+    case FusedVariant::tile128: return "tile128";
+  }
+  return "unknown";
+}
+
+// From this rank up tile128 wins (a prediction until the bench says otherwise: below it the
+// kernel is store- and rounding-bound and tile64's smaller tiles keep more blocks in flight).
+constexpr uint32_t kTile128MinRank = 32;
+
+FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
+                               uint32_t max_rank) noexcept {
+  if (pixels == OutputPixels::f32) return FusedVariant::tile64;  // tile128 is u8 only
+  if (requested != FusedVariant::automatic) return requested;
+  return max_rank >= kTile128MinRank ? FusedVariant::tile128 : FusedVariant::tile64;
+}
+
+void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
+                              const ImageShape& shape, OutputPixels pixels, uint32_t max_rank,
+                              StreamView stream, FusedVariant variant) {
+  if (count == 0 || shape.width == 0 || shape.height == 0) return;
+  const FusedVariant chosen = fused_variant_for(variant, pixels, max_rank);
+  const uint32_t tile_rows =
+      chosen == FusedVariant::tile128 ? fused_tile128_rows() : fused_tile64_rows();
+  const uint32_t row_tiles = (shape.height + tile_rows - 1) / tile_rows;
+  if (count > kMaxGridYZ || row_tiles > kMaxGridYZ) {
+    throw InvalidArgument("fused reconstruction: " + std::to_string(count) + " tasks of height " +
+                          std::to_string(shape.height) + " exceed one launch's grid");
+  }
+  if (chosen == FusedVariant::tile128) {
+    launch_fused_tile128_u8(tasks_device, count, shape, stream);
+  } else {
+    launch_fused_tile64(tasks_device, count, shape, pixels, stream);
   }
 }
 

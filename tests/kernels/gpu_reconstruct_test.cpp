@@ -8,7 +8,10 @@
 //  - u8 output: within 1 grey level of the reference rounded by the same rule (clamp, half up);
 //  - fused vs cuBLAS u8: they sum in different orders, so a value within a few ulps of a .5
 //    boundary may round either way. Differences must be exactly 1 level and at most 0.1% of the
-//    values (at least one allowed, for the tiny images).
+//    values (at least one allowed, for the tiny images);
+//  - fused variants (tile64, tile128) sum in the same order: their u8 outputs must be identical.
+// Every fused variant runs explicitly on every case (tile128 runs u8 only; f32 asks for it run
+// tile64 by contract), and the automatic choice is what the backend uses.
 // Every output value is checked to be written: u8 runs twice, over poison bytes 0xAB and 0x54,
 // and both runs must agree; f32 runs over all-ones bytes (a NaN) and must hold no NaN. Guard
 // bytes before and after the outputs must keep their poison.
@@ -161,9 +164,21 @@ std::string position(const ImageShape& shape, std::size_t index) {
 // ---------------------------------------------------------------------------------------------
 // Running the two paths
 
-enum class Path { fused, cublas };
+enum class Path { fused_tile64, fused_tile128, cublas };
+constexpr Path kPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::cublas};
 
-const char* path_name(Path path) { return path == Path::fused ? "fused" : "cuBLAS"; }
+const char* path_name(Path path) {
+  switch (path) {
+    case Path::fused_tile64: return "fused tile64";
+    case Path::fused_tile128: return "fused tile128";
+    case Path::cublas: return "cuBLAS";
+  }
+  return "?";
+}
+
+gpu::FusedVariant variant_of(Path path) {
+  return path == Path::fused_tile128 ? gpu::FusedVariant::tile128 : gpu::FusedVariant::tile64;
+}
 
 struct DeviceFactors {
   gpu::DeviceBuffer us;
@@ -239,12 +254,12 @@ class GpuReconstructTest : public ::testing::Test {
     }
     gpu::DeviceBuffer tasks_device(tasks.size() * sizeof(ReconstructTask));
     gpu::DeviceBuffer scratch(shape.values() * sizeof(float));
-    if (path == Path::fused) {
+    if (path != Path::cublas) {
       SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(tasks_device.data(), tasks.data(), tasks_device.size(),
                                           cudaMemcpyHostToDevice, stream().value()));
       gpu::launch_fused_reconstruct(tasks_device.as<ReconstructTask>(),
                                     static_cast<uint32_t>(tasks.size()), shape, pixels,
-                                    *std::ranges::max_element(ranks), stream());
+                                    *std::ranges::max_element(ranks), stream(), variant_of(path));
     } else {
       gpu::reconstruct_with_cublas(cublas_->value(), tasks, shape, pixels, scratch.as<float>(),
                                    stream());
@@ -269,8 +284,8 @@ class GpuReconstructTest : public ::testing::Test {
     std::vector<const DeviceFactors*> pointers;
     for (const DeviceFactors& d : device) pointers.push_back(&d);
 
-    std::vector<RunOutput> u8_outputs;
-    for (const Path path : {Path::fused, Path::cublas}) {
+    std::vector<RunOutput> u8_outputs;  // in kPaths order
+    for (const Path path : kPaths) {
       SCOPED_TRACE(path_name(path));
       const RunOutput u8 = run(path, pointers, ranks, shape, OutputPixels::u8, lead_values, kPoisonA);
       const RunOutput u8_again =
@@ -288,7 +303,10 @@ class GpuReconstructTest : public ::testing::Test {
     }
     for (std::size_t t = 0; t < host.size(); ++t) {
       SCOPED_TRACE("task " + std::to_string(t) + ", rank " + std::to_string(ranks[t]));
-      check_paths_agree(shape, u8_outputs[0].u8(t), u8_outputs[1].u8(t));
+      EXPECT_TRUE(std::ranges::equal(u8_outputs[0].u8(t), u8_outputs[1].u8(t)))
+          << "fused tile64 and tile128 u8 outputs differ";
+      check_paths_agree(shape, u8_outputs[0].u8(t), u8_outputs[2].u8(t));
+      check_paths_agree(shape, u8_outputs[1].u8(t), u8_outputs[2].u8(t));
     }
   }
 
@@ -383,6 +401,11 @@ std::vector<ShapeCase> shape_cases() {
       add(named.name, shape, shape.full_rank());
     }
   }
+  // Rank 256 runs 32 tile128 slices per channel; 4096 wide spans 32 tile128 columns; 257 and 70
+  // rows end in a partial tile for both variants.
+  add("rank_256", ImageShape{4096, 260, 3}, 256);
+  add("rank_256", ImageShape{300, 257, 4}, 256);
+  add("hd_strip", ImageShape{1920, 70, 3}, 64);
   // Odd width: no row of the output starts 16-byte aligned in a regular pattern.
   for (const uint32_t channels : {1U, 3U}) {
     const ImageShape shape{333, 130, channels};
@@ -449,7 +472,7 @@ TEST_F(GpuReconstructTest, RealImageAtSeveralRanks) {
   // At full rank the u8 reconstruction is the image itself (fp32 factors are ~1e-5 off).
   const DeviceFactors device = upload(host);
   const uint32_t full[] = {image.shape.full_rank()};
-  for (const Path path : {Path::fused, Path::cublas}) {
+  for (const Path path : kPaths) {
     const RunOutput out =
         run(path, {&device}, full, image.shape, OutputPixels::u8, 0, kPoisonA);
     const auto pixels = out.u8(0);
@@ -478,8 +501,30 @@ TEST_F(GpuReconstructTest, EmptyBatchesAreNoOps) {
 
 TEST_F(GpuReconstructTest, FusedRejectsMoreThanFourChannels) {
   const ImageShape shape{8, 8, 5};
-  EXPECT_THROW(gpu::launch_fused_reconstruct(nullptr, 1, shape, OutputPixels::u8, 1, stream()),
-               InvalidArgument);
+  for (const uint32_t max_rank : {1U, 256U}) {
+    EXPECT_THROW(gpu::launch_fused_reconstruct(nullptr, 1, shape, OutputPixels::u8, max_rank,
+                                               stream()),
+                 InvalidArgument)
+        << "max rank " << max_rank;
+  }
+}
+
+// Host-side only; no device needed.
+TEST(FusedVariantChoice, ByOutputTypeAndRank) {
+  using gpu::FusedVariant;
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 1),
+            FusedVariant::tile64);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 256),
+            FusedVariant::tile128);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 1),
+            FusedVariant::tile128);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile64, OutputPixels::u8, 256),
+            FusedVariant::tile64);
+  for (const FusedVariant requested :
+       {FusedVariant::automatic, FusedVariant::tile64, FusedVariant::tile128}) {
+    EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, 256), FusedVariant::tile64)
+        << "tile128 is u8 only";
+  }
 }
 
 TEST_F(GpuReconstructTest, CublasRejectsRanksOutsideTheFactors) {

@@ -1,0 +1,265 @@
+// Fused reconstruction, register-blocked variant for larger ranks (FusedVariant::tile128), u8
+// output only: out = round_to_u8(US_k V_k^T), written straight into the interleaved (HWC) output.
+//
+// Why a second kernel: from k ~ 16 up the fused reconstruction is FMA-bound (2k FLOPs per output
+// byte against ~24 FLOP/byte machine balance on an H100), and the 4 x 4-per-thread tile64 kernel
+// spends about a third of its issue slots on shared loads and loop overhead. Here:
+//  - one block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 256 threads;
+//  - each thread accumulates an 8 x 8 patch (2 x 2 quads of 4 x 4, 64 rows/columns apart) in
+//    registers: per k, 4 float4 shared loads feed 64 FMAs (tile64: 2 feed 16);
+//  - a warp covers 4 x 8 threads, so each float4 shared load of a warp touches 64 or 128
+//    contiguous bytes: one wavefront, no bank conflicts;
+//  - k advances in slices of 8, double-buffered in shared memory, and the pipeline runs across
+//    channels too (step = channel x slice), so there is one __syncthreads per slice and no
+//    pipeline restart per channel;
+//  - when a channel's last slice is done, its patch is rounded into the shared staging tile, and
+//    after the last channel the tile is copied out with 16-byte stores (reconstruct_tile_io.cuh).
+// Summation per output is k = 0, 1, ..., rank - 1, one fmaf each, from 0: the same order as
+// tile64, so the two variants give bit-identical pixels.
+//
+// Expected on an H100 (to be checked with svdserve_reconstruct_bench): k = 256 FMA-bound at
+// ~80-85% of FP32 FMA peak; k = 64 ~70-80% (rounding, staging and copy-out cost ~10% of issue
+// slots, the 2-blocks/SM occupancy hides part of the copy-out); k <= 16 store- and
+// overhead-bound, no better than tile64.
+//
+// u8 only: an f32 staging tile of 128 x 128 x 4 channels (256 KiB) would not fit shared memory;
+// f32 outputs take tile64 (see reconstruct_fused.cu).
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kernels/errors.hpp"
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/pixel_convert.cuh"
+#include "kernels/gpu/reconstruct_fused_variants.hpp"
+#include "kernels/gpu/reconstruct_tile_io.cuh"
+
+namespace svdserve::gpu {
+namespace {
+
+using detail::kStoreBytes;
+using detail::kVectorFloats;
+
+constexpr uint32_t kTile = 128;         // pixels per tile side
+constexpr uint32_t kHalfTile = kTile / 2;  // the second quad of a patch starts here
+constexpr uint32_t kSliceDepth = 8;     // k per shared-memory slice
+constexpr uint32_t kQuad = 4;           // a patch is 2 x 2 quads of 4 x 4
+constexpr uint32_t kPatch = 2 * kQuad;  // 8 x 8 outputs per thread, per channel
+constexpr uint32_t kThreadsPerSide = kTile / kPatch;  // 16 x 16 threads
+constexpr uint32_t kThreads = kThreadsPerSide * kThreadsPerSide;
+constexpr uint32_t kWarpSize = 32;
+constexpr uint32_t kWarpThreadCols = 8;  // a warp is 4 x 8 threads (see the header comment)
+constexpr uint32_t kWarpThreadRows = kWarpSize / kWarpThreadCols;
+constexpr uint32_t kWarpsPerTileRow = kThreadsPerSide / kWarpThreadCols;
+constexpr int kMinBlocksPerSm = 2;  // caps registers at 128: 64 accumulators + 16 operands + ...
+constexpr uint32_t kMaxChannels = 4;
+constexpr std::size_t kSharedBytesWithoutOptIn = 48 * 1024;
+
+static_assert(kThreads == 256);
+// The slice loader gives each thread one float4 of US and one of V.
+static_assert(kSliceDepth * kTile == kVectorFloats * kThreads);
+constexpr uint32_t kLoadersPerSliceRow = kTile / kVectorFloats;
+
+using Slice = float[kSliceDepth][kTile];
+using Patch = float[kPatch][kPatch];
+
+constexpr std::size_t kSlicesBytes = 2 * sizeof(Slice);  // double-buffered
+constexpr std::size_t kStagingOffset = 2 * kSlicesBytes;  // US slices, then V slices
+static_assert(kStagingOffset % kStoreBytes == 0);
+
+template <uint32_t kChannels>
+constexpr uint32_t pitch() {
+  return detail::staging_pitch<uint8_t, kChannels, kTile>();
+}
+
+template <uint32_t kChannels>
+constexpr std::size_t shared_bytes() {
+  return kStagingOffset + std::size_t{kTile} * pitch<kChannels>();
+}
+
+// Patch row (or column) p of a thread whose quad starts at `first`: p < 4 in the first quad,
+// p >= 4 in the second, 64 further on.
+__device__ __forceinline__ uint32_t patch_offset(uint32_t first, uint32_t p) {
+  return first + (p / kQuad) * kHalfTile + p % kQuad;
+}
+
+__device__ __forceinline__ void accumulate_k(const Slice& us, const Slice& v, uint32_t kk,
+                                             uint32_t quad_row, uint32_t quad_col, Patch& acc) {
+  const float4 a_lo = *reinterpret_cast<const float4*>(&us[kk][quad_row]);
+  const float4 a_hi = *reinterpret_cast<const float4*>(&us[kk][quad_row + kHalfTile]);
+  const float4 b_lo = *reinterpret_cast<const float4*>(&v[kk][quad_col]);
+  const float4 b_hi = *reinterpret_cast<const float4*>(&v[kk][quad_col + kHalfTile]);
+  const float a[kPatch] = {a_lo.x, a_lo.y, a_lo.z, a_lo.w, a_hi.x, a_hi.y, a_hi.z, a_hi.w};
+  const float b[kPatch] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
+#pragma unroll
+  for (uint32_t r = 0; r < kPatch; ++r) {
+#pragma unroll
+    for (uint32_t c = 0; c < kPatch; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
+  }
+}
+
+// One channel's factors as this block reads them.
+struct ChannelFactors {
+  const float* us;
+  const float* v;
+  bool us_aligned;
+  bool v_aligned;
+};
+
+__device__ __forceinline__ ChannelFactors channel_factors(const ReconstructTask& task,
+                                                          uint32_t channel, uint32_t height,
+                                                          uint32_t width) {
+  const float* us = task.us + std::size_t{channel} * height * task.rank_kept;
+  const float* v = task.v + std::size_t{channel} * width * task.rank_kept;
+  return {us, v, detail::vector_aligned(us, height), detail::vector_aligned(v, width)};
+}
+
+template <uint32_t kChannels>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+    fused_reconstruct_tile128_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
+                                     uint32_t width) {
+  constexpr uint32_t kPitch = pitch<kChannels>();
+  static_assert(kPitch % kStoreBytes == 0);
+
+  extern __shared__ __align__(16) unsigned char shared[];
+  auto* const us_slices = reinterpret_cast<Slice*>(shared);
+  auto* const v_slices = reinterpret_cast<Slice*>(shared + kSlicesBytes);
+  unsigned char* const staging = shared + kStagingOffset;
+
+  const ReconstructTask task = tasks[blockIdx.z];
+  const uint32_t row0 = blockIdx.y * kTile;
+  const uint32_t col0 = blockIdx.x * kTile;
+  const std::size_t row_bytes = std::size_t{width} * kChannels;
+  unsigned char* const tile_out =
+      static_cast<unsigned char*>(task.out) + row0 * row_bytes + std::size_t{col0} * kChannels;
+  const auto tile_address = reinterpret_cast<std::uintptr_t>(tile_out);
+
+  const uint32_t warp = threadIdx.x / kWarpSize;
+  const uint32_t lane = threadIdx.x % kWarpSize;
+  const uint32_t thread_row = warp / kWarpsPerTileRow * kWarpThreadRows + lane / kWarpThreadCols;
+  const uint32_t thread_col = warp % kWarpsPerTileRow * kWarpThreadCols + lane % kWarpThreadCols;
+  const uint32_t quad_row = thread_row * kQuad;
+  const uint32_t quad_col = thread_col * kQuad;
+  const uint32_t load_k = threadIdx.x / kLoadersPerSliceRow;
+  const uint32_t load_element = threadIdx.x % kLoadersPerSliceRow * kVectorFloats;
+
+  const uint32_t rank = task.rank;
+  // At least one (empty) slice, so that rank 0 writes zeros as tile64 does.
+  const uint32_t slices = max(1U, (rank + kSliceDepth - 1) / kSliceDepth);
+  const uint32_t steps = kChannels * slices;
+
+  // Prologue: step 0 (channel 0, slice 0) into buffer 0.
+  ChannelFactors next = channel_factors(task, 0, height, width);
+  float4 us_next =
+      detail::load_four(next.us, height, load_k, rank, row0 + load_element, height, next.us_aligned);
+  float4 v_next =
+      detail::load_four(next.v, width, load_k, rank, col0 + load_element, width, next.v_aligned);
+  *reinterpret_cast<float4*>(&us_slices[0][load_k][load_element]) = us_next;
+  *reinterpret_cast<float4*>(&v_slices[0][load_k][load_element]) = v_next;
+  __syncthreads();
+
+  Patch acc = {};
+  uint32_t channel = 0;
+  uint32_t slice = 0;
+  uint32_t next_channel = 0;
+  uint32_t next_slice = 0;
+#pragma unroll 1
+  for (uint32_t step = 0; step < steps; ++step) {
+    const uint32_t buffer = step & 1U;
+    const bool more = step + 1 < steps;
+    if (more) {  // in flight while this slice is multiplied
+      if (++next_slice == slices) {
+        next_slice = 0;
+        ++next_channel;
+        next = channel_factors(task, next_channel, height, width);
+      }
+      const uint32_t k = next_slice * kSliceDepth + load_k;
+      us_next = detail::load_four(next.us, height, k, rank, row0 + load_element, height,
+                                  next.us_aligned);
+      v_next = detail::load_four(next.v, width, k, rank, col0 + load_element, width,
+                                 next.v_aligned);
+    }
+    const Slice& us_slice = us_slices[buffer];
+    const Slice& v_slice = v_slices[buffer];
+    const uint32_t depth = min(kSliceDepth, rank - slice * kSliceDepth);
+    if (depth == kSliceDepth) {
+#pragma unroll
+      for (uint32_t kk = 0; kk < kSliceDepth; ++kk) {
+        accumulate_k(us_slice, v_slice, kk, quad_row, quad_col, acc);
+      }
+    } else {
+#pragma unroll 1
+      for (uint32_t kk = 0; kk < depth; ++kk) {
+        accumulate_k(us_slice, v_slice, kk, quad_row, quad_col, acc);
+      }
+    }
+
+    if (++slice == slices) {
+      // The channel is complete: round its patch into the staging tile. Rows and columns past
+      // the image edge land there too (the tile is always whole); the copy-out never reads them.
+#pragma unroll
+      for (uint32_t r = 0; r < kPatch; ++r) {
+        const uint32_t row = patch_offset(quad_row, r);
+        unsigned char* const stage_row =
+            staging + row * kPitch + detail::misalignment(tile_address + row * row_bytes) +
+            channel;
+#pragma unroll
+        for (uint32_t c = 0; c < kPatch; ++c) {
+          stage_row[patch_offset(quad_col, c) * kChannels] = detail::to_pixel<uint8_t>(acc[r][c]);
+          acc[r][c] = 0.0F;
+        }
+      }
+      slice = 0;
+      ++channel;
+    }
+
+    if (more) {
+      *reinterpret_cast<float4*>(&us_slices[buffer ^ 1U][load_k][load_element]) = us_next;
+      *reinterpret_cast<float4*>(&v_slices[buffer ^ 1U][load_k][load_element]) = v_next;
+    }
+    __syncthreads();
+  }
+
+  const uint32_t tile_rows = min(kTile, height - row0);
+  const uint32_t tile_cols = min(kTile, width - col0);
+  detail::copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, tile_out, row_bytes,
+                                                              tile_rows, tile_cols);
+}
+
+template <uint32_t kChannels>
+void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+            StreamView stream) {
+  constexpr std::size_t kSharedBytes = shared_bytes<kChannels>();
+  const auto kernel = fused_reconstruct_tile128_kernel<kChannels>;
+  if constexpr (kSharedBytes > kSharedBytesWithoutOptIn) {
+    // Per device and cheap; set on every launch rather than cached per process.
+    SVDSERVE_CUDA_CHECK(cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)));
+  }
+  const dim3 grid((shape.width + kTile - 1) / kTile, (shape.height + kTile - 1) / kTile, count);
+  kernel<<<grid, kThreads, kSharedBytes, stream.value()>>>(tasks_device, shape.height,
+                                                           shape.width);
+  SVDSERVE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+uint32_t fused_tile128_rows() noexcept { return kTile; }
+
+void launch_fused_tile128_u8(const ReconstructTask* tasks_device, uint32_t count,
+                             const ImageShape& shape, StreamView stream) {
+  switch (shape.channels) {
+    case 1: return launch<1>(tasks_device, count, shape, stream);
+    case 2: return launch<2>(tasks_device, count, shape, stream);
+    case 3: return launch<3>(tasks_device, count, shape, stream);
+    case 4: return launch<4>(tasks_device, count, shape, stream);
+    default: break;
+  }
+  throw InvalidArgument("fused reconstruction supports 1 to " + std::to_string(kMaxChannels) +
+                        " channels, not " + std::to_string(shape.channels));
+}
+
+}  // namespace svdserve::gpu

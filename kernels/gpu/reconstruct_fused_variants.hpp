@@ -1,0 +1,23 @@
+#pragma once
+// Internal to the fused reconstruction: the launchers of each kernel variant, which
+// launch_fused_reconstruct (reconstruct_fused.cu) chooses between. Arguments are validated there.
+
+#include <cstdint>
+
+#include "kernels/gpu/cuda_resources.hpp"
+#include "kernels/gpu/reconstruct.hpp"
+#include "kernels/image.hpp"
+
+namespace svdserve::gpu {
+
+// reconstruct_fused.cu: 64 x 64 tiles, 4 x 4 per thread; u8 and f32.
+void launch_fused_tile64(const ReconstructTask* tasks_device, uint32_t count,
+                         const ImageShape& shape, OutputPixels pixels, StreamView stream);
+[[nodiscard]] uint32_t fused_tile64_rows() noexcept;
+
+// reconstruct_fused_tile128.cu: 128 x 128 tiles, 8 x 8 per thread; u8 only.
+void launch_fused_tile128_u8(const ReconstructTask* tasks_device, uint32_t count,
+                             const ImageShape& shape, StreamView stream);
+[[nodiscard]] uint32_t fused_tile128_rows() noexcept;
+
+}  // namespace svdserve::gpu
