@@ -251,7 +251,7 @@ struct Cell {
   ErrorRatio worst_k_rank, worst_k_small;
   double sigma1_rel_error = NAN;
   double identity_error = NAN;  // gesvda only
-  int failed_check = 0, recomputed = 0, not_converged = 0;
+  int failed_check = 0, recomputed = 0, not_converged = 0, info_failures = 0;
 };
 
 struct GpuContext {
@@ -567,6 +567,7 @@ int main(int argc, char** argv) {
           cell.failed_check = result.report.failed_check;
           cell.recomputed = result.report.recomputed;
           cell.not_converged = result.report.not_converged;
+          cell.info_failures = result.report.info_failures;
           if (method.gpu_method == gpu::SvdMethod::gesvda_batched ||
               method.gpu_method == gpu::SvdMethod::gesvda_unchecked) {
             if (!method.cpu) cell.identity_error = result.report.worst_identity_error;
@@ -617,6 +618,7 @@ int main(int argc, char** argv) {
         std::string status = cell.status;
         if (cell.failed_check) status += " failed_check=" + std::to_string(cell.failed_check);
         if (cell.recomputed) status += " redone=" + std::to_string(cell.recomputed);
+        if (cell.info_failures) status += " info_failures=" + std::to_string(cell.info_failures);
         if (cell.not_converged) status += " not_converged=" + std::to_string(cell.not_converged);
         if (!cell.notes.empty()) status += " (" + cell.notes + ")";
         std::printf("%-5d %-17s %6d %11.1f %9.2f %12s %12s %9.1e %9.1e  %s\n", cell.rank,
@@ -684,7 +686,8 @@ int main(int argc, char** argv) {
            << ", \"sigma1_rel_error\": " << json_number(c.sigma1_rel_error)
            << ", \"identity_error\": " << json_number(c.identity_error)
            << ", \"failed_check\": " << c.failed_check << ", \"recomputed\": " << c.recomputed
-           << ", \"not_converged\": " << c.not_converged << "}";
+           << ", \"not_converged\": " << c.not_converged
+           << ", \"info_failures\": " << c.info_failures << "}";
     }
     json << "\n]}\n";
   }
