@@ -1,6 +1,8 @@
 #include "kernels/gpu/gpu_svd.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string>
 
 #include "kernels/errors.hpp"
@@ -9,28 +11,60 @@
 
 namespace svdserve::gpu {
 
+const char* method_name(SvdMethod method) noexcept {
+  switch (method) {
+    case SvdMethod::gesvda_batched: return "gesvda_batched";
+    case SvdMethod::gesvd: return "gesvd";
+    case SvdMethod::gesvda_unchecked: return "gesvda_unchecked";
+    case SvdMethod::gesvdj: return "gesvdj";
+    case SvdMethod::gesvdr: return "gesvdr";
+  }
+  return "unknown";
+}
+
 GpuSvdSolver::GpuSvdSolver(StreamView stream, cusolverDnHandle_t cusolver, cublasHandle_t cublas)
     : stream_(stream), cusolver_(cusolver), cublas_(cublas) {
   SVDSERVE_CUSOLVER_CHECK(cusolverDnCreateParams(&gesvd_params_));
+  gesvdjInfo_t gesvdj_info = nullptr;
+  SVDSERVE_CUSOLVER_CHECK(cusolverDnCreateGesvdjInfo(&gesvdj_info));
+  gesvdj_info_.reset(gesvdj_info);
 }
 
 GpuSvdSolver::~GpuSvdSolver() { cusolverDnDestroyParams(gesvd_params_); }
 
-SvdReport GpuSvdSolver::solve(const SvdBatch& batch, SvdMethod method) {
+void GpuSvdSolver::GesvdjInfoDeleter::operator()(gesvdjInfo_t info) const noexcept {
+  cusolverDnDestroyGesvdjInfo(info);
+}
+
+SvdReport GpuSvdSolver::solve(const SvdBatch& batch, SvdMethod method, const SvdOptions& options) {
   trace::ScopedRange range("svd_solve");
   if (batch.m < batch.n || batch.rank < 1 || batch.rank > batch.n || batch.count < 1) {
     throw InternalError("invalid SVD batch shape m=" + std::to_string(batch.m) +
                         " n=" + std::to_string(batch.n) + " rank=" + std::to_string(batch.rank));
   }
   SvdReport report;
-  std::vector<int> redo;
-  if (method == SvdMethod::gesvda_batched) {
-    solve_gesvda(batch, report, redo);
+  std::vector<int> per_matrix;
+  SvdMethod per_matrix_method = method;
+  if (method == SvdMethod::gesvda_batched || method == SvdMethod::gesvda_unchecked) {
+    solve_gesvda(batch, report, per_matrix);
+    if (method == SvdMethod::gesvda_unchecked) per_matrix.clear();
+    report.recomputed = static_cast<int>(per_matrix.size());
+    per_matrix_method = SvdMethod::gesvd;
   } else {
-    for (int i = 0; i < batch.count; ++i) redo.push_back(i);
+    per_matrix.resize(static_cast<std::size_t>(batch.count));
+    std::iota(per_matrix.begin(), per_matrix.end(), 0);
   }
-  for (int index : redo) solve_gesvd(batch, index);
-  report.recomputed = method == SvdMethod::gesvda_batched ? static_cast<int>(redo.size()) : 0;
+  if (!per_matrix.empty()) {
+    matrix_info_.grow_to(static_cast<std::size_t>(batch.count) * sizeof(int));
+    for (int index : per_matrix) {
+      switch (per_matrix_method) {
+        case SvdMethod::gesvdj: solve_gesvdj(batch, index, options); break;
+        case SvdMethod::gesvdr: solve_gesvdr(batch, index, options); break;
+        default: solve_gesvd(batch, index); break;
+      }
+    }
+    check_matrix_info(batch, per_matrix, per_matrix_method, report);
+  }
   stream_.synchronize();
   return report;
 }
@@ -61,7 +95,13 @@ void GpuSvdSolver::solve_gesvda(const SvdBatch& b, SvdReport& report, std::vecto
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(s_host, b.s, sizeof(float) * b.count * b.rank,
                                       cudaMemcpyDeviceToHost, stream_.value()));
   stream_.synchronize();
+  const bool have_norms = b.norms_squared.size() >= static_cast<std::size_t>(b.count);
   for (int i = 0; i < b.count; ++i) {
+    report.info_failures += info[i] != 0;
+    if (!have_norms) {
+      if (info[i] != 0) redo.push_back(i);
+      continue;
+    }
     ++report.checked;
     double kept = 0.0;
     for (int k = 0; k < b.rank; ++k) {
@@ -79,24 +119,64 @@ void GpuSvdSolver::solve_gesvda(const SvdBatch& b, SvdReport& report, std::vecto
                   : 0.0;
     report.worst_identity_error = std::max(report.worst_identity_error, identity_error);
     report.best_identity_error = std::min(report.best_identity_error, identity_error);
-    report.info_failures += info[i] != 0;
     if (info[i] != 0 || !std::isfinite(identity_error) || identity_error > kIdentityTolerance) {
+      ++report.failed_check;
       redo.push_back(i);
     }
   }
 }
 
-void GpuSvdSolver::solve_gesvd(const SvdBatch& b, int index) {
-  trace::ScopedRange range("svd_gesvd");
+float* GpuSvdSolver::copy_input(const SvdBatch& b, int index) {
   const std::size_t mn = static_cast<std::size_t>(b.m) * b.n;
   exact_a_.grow_to(mn * sizeof(float));
-  exact_u_.grow_to(mn * sizeof(float));
-  exact_s_.grow_to(static_cast<std::size_t>(b.n) * sizeof(float));
-  exact_vt_.grow_to(static_cast<std::size_t>(b.n) * b.n * sizeof(float));
-  info_.grow_to(sizeof(int));
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(exact_a_.data(), b.a + index * mn, mn * sizeof(float),
                                       cudaMemcpyDeviceToDevice, stream_.value()));
-  float* a = exact_a_.as<float>();
+  return exact_a_.as<float>();
+}
+
+void GpuSvdSolver::copy_leading(const SvdBatch& b, int index, const float* u, const float* s,
+                                const float* v) {
+  // Column-major with ld = rows: the first `rank` columns are the first rank*rows floats.
+  const std::size_t u_count = static_cast<std::size_t>(b.m) * b.rank;
+  const std::size_t v_count = static_cast<std::size_t>(b.n) * b.rank;
+  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(b.u + index * u_count, u, u_count * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, stream_.value()));
+  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(b.v + index * v_count, v, v_count * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, stream_.value()));
+  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(b.s + static_cast<std::size_t>(index) * b.rank, s,
+                                      static_cast<std::size_t>(b.rank) * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, stream_.value()));
+}
+
+void GpuSvdSolver::check_matrix_info(const SvdBatch& b, std::span<const int> indices,
+                                     SvdMethod method, SvdReport& report) {
+  info_host_.reserve(static_cast<std::size_t>(b.count) * sizeof(int));
+  int* info = info_host_.as<int>();
+  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(info, matrix_info_.data(), b.count * sizeof(int),
+                                      cudaMemcpyDeviceToHost, stream_.value()));
+  stream_.synchronize();
+  const std::string shape = std::to_string(b.m) + "x" + std::to_string(b.n);
+  for (int index : indices) {
+    const int value = info[index];
+    if (value == 0) continue;
+    // gesvdj reports n+1 when it stops at max sweeps: the factors are usable, only less exact.
+    if (method == SvdMethod::gesvdj && value == std::min(b.m, b.n) + 1) {
+      ++report.not_converged;
+      continue;
+    }
+    throw InternalError(std::string("cuSOLVER ") + method_name(method) +
+                        (value > 0 ? " did not converge" : " rejected an argument") +
+                        " (info=" + std::to_string(value) + ") on matrix " +
+                        std::to_string(index) + " of a " + shape + " batch");
+  }
+}
+
+void GpuSvdSolver::solve_gesvd(const SvdBatch& b, int index) {
+  trace::ScopedRange range("svd_gesvd");
+  exact_u_.grow_to(static_cast<std::size_t>(b.m) * b.n * sizeof(float));
+  exact_s_.grow_to(static_cast<std::size_t>(b.n) * sizeof(float));
+  exact_vt_.grow_to(static_cast<std::size_t>(b.n) * b.n * sizeof(float));
+  float* a = copy_input(b, index);
   float* u = exact_u_.as<float>();
   float* s = exact_s_.as<float>();
   float* vt = exact_vt_.as<float>();
@@ -109,15 +189,8 @@ void GpuSvdSolver::solve_gesvd(const SvdBatch& b, int index) {
   SVDSERVE_CUSOLVER_CHECK(cusolverDnXgesvd(
       cusolver_, gesvd_params_, 'S', 'S', b.m, b.n, CUDA_R_32F, a, b.m, CUDA_R_32F, s, CUDA_R_32F,
       u, b.m, CUDA_R_32F, vt, b.n, CUDA_R_32F, work_.data(), device_bytes,
-      host_work_.empty() ? nullptr : host_work_.data(), host_bytes, info_.as<int>()));
-  int info = 0;
-  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(&info, info_.data(), sizeof(int), cudaMemcpyDeviceToHost,
-                                      stream_.value()));
-  stream_.synchronize();
-  if (info != 0) {
-    throw InternalError("cuSOLVER gesvd did not converge (info=" + std::to_string(info) +
-                        ") on a " + std::to_string(b.m) + "x" + std::to_string(b.n) + " matrix");
-  }
+      host_work_.empty() ? nullptr : host_work_.data(), host_bytes,
+      matrix_info_.as<int>() + index));
   // U is column-major m x n (ld m): its first `rank` columns are its first rank*m floats.
   const std::size_t u_count = static_cast<std::size_t>(b.m) * b.rank;
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(b.u + index * u_count, u, u_count * sizeof(float),
