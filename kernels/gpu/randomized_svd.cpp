@@ -170,15 +170,18 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
   float* spare = basis_spare_.as<float>();
   const auto tall_stride = static_cast<long long>(tall_values);
   const auto wide_stride = static_cast<long long>(wide_values);
-  const int first_passes =
-      options.power_iterations == 0 ? kPassesFinal : kPassesBetweenIterations;
+  // A sketch capped below rank + oversampling gets one more iteration instead: at rank 128 and
+  // 1024^2, p = 32 with q = 3 gives 1.0022 x the optimum, with q = 4 1.0007 (the prototype).
+  const bool capped = l < std::min(rank + options.oversampling, n);
+  const int power_iterations = options.power_iterations + (capped ? 1 : 0);
+  const int first_passes = power_iterations == 0 ? kPassesFinal : kPassesBetweenIterations;
 
   // Y = A Omega, then subspace iteration with orthonormalisation after every product (without
   // it the columns collapse onto the top singular vector in fp32).
   sgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, l, n}, batch.a, m, matrix_values, omega, n,
                 0, q, m, tall_stride, count);
   orthonormalise(q, spare, m, l, count, first_passes);
-  for (int iteration = 0; iteration < options.power_iterations; ++iteration) {
+  for (int iteration = 0; iteration < power_iterations; ++iteration) {
     sgemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, n, l, m}, batch.a, m, matrix_values, q, m,
                   tall_stride, spare, n, wide_stride, count);
     std::swap(q, spare);  // q now holds Z (n x l)
@@ -186,7 +189,7 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
     sgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, l, n}, batch.a, m, matrix_values, q, n,
                   wide_stride, spare, m, tall_stride, count);
     std::swap(q, spare);
-    const bool last = iteration + 1 == options.power_iterations;
+    const bool last = iteration + 1 == power_iterations;
     orthonormalise(q, spare, m, l, count, last ? kPassesFinal : kPassesBetweenIterations);
   }
 

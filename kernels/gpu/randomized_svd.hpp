@@ -37,8 +37,9 @@ struct RandomizedSvdOptions {
 class RandomizedSvd {
  public:
   // The widest sketch the one-block kernels hold in shared memory (Cholesky: l^2 doubles; Jacobi:
-  // l^2/2 doubles + l^2 floats, ~205 KB at 160). Wider requests are capped here, so rank 128 gets
-  // oversampling 32 (rank-128 ratio 1.0006 in the prototype); ranks above it are refused.
+  // l^2/2 doubles + l^2 floats, ~205 KB at 160). Wider requests are capped here and get one more
+  // power iteration to make up for it (rank 128: p = 32, q = 4; ratio 1.0007 at 1024^2 in the
+  // prototype); ranks above it are refused.
   static constexpr int kMaxSketchColumns = 160;
 
   // cusolver is accepted for interface symmetry with GpuSvdSolver; the solve uses its own kernels
