@@ -7,6 +7,7 @@
 
 #include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/randomized_svd.hpp"
 #include "kernels/trace.hpp"
 
 namespace svdserve::gpu {
@@ -18,6 +19,7 @@ const char* method_name(SvdMethod method) noexcept {
     case SvdMethod::gesvda_unchecked: return "gesvda_unchecked";
     case SvdMethod::gesvdj: return "gesvdj";
     case SvdMethod::gesvdr: return "gesvdr";
+    case SvdMethod::randomized: return "randomized";
   }
   return "unknown";
 }
@@ -45,7 +47,16 @@ SvdReport GpuSvdSolver::solve(const SvdBatch& batch, SvdMethod method, const Svd
   SvdReport report;
   std::vector<int> per_matrix;
   SvdMethod per_matrix_method = method;
-  if (method == SvdMethod::gesvda_batched || method == SvdMethod::gesvda_unchecked) {
+  if (method == SvdMethod::randomized && solve_randomized(batch, options, report)) {
+    stream_.synchronize();
+    return report;
+  }
+  if (method == SvdMethod::randomized) {
+    per_matrix.resize(static_cast<std::size_t>(batch.count));
+    std::iota(per_matrix.begin(), per_matrix.end(), 0);
+    report.recomputed = batch.count;
+    per_matrix_method = SvdMethod::gesvd;
+  } else if (method == SvdMethod::gesvda_batched || method == SvdMethod::gesvda_unchecked) {
     solve_gesvda(batch, report, per_matrix);
     if (method == SvdMethod::gesvda_unchecked) per_matrix.clear();
     report.recomputed = static_cast<int>(per_matrix.size());
@@ -67,6 +78,24 @@ SvdReport GpuSvdSolver::solve(const SvdBatch& batch, SvdMethod method, const Svd
   }
   stream_.synchronize();
   return report;
+}
+
+bool GpuSvdSolver::solve_randomized(const SvdBatch& batch, const SvdOptions& options,
+                                    SvdReport& report) {
+  if (batch.rank > RandomizedSvd::kMaxSketchColumns) return false;
+  if (!randomized_) randomized_ = std::make_unique<RandomizedSvd>(stream_, cublas_, cusolver_);
+  RandomizedSvdOptions randomized_options;
+  randomized_options.oversampling = options.randomized_oversampling;
+  randomized_options.power_iterations = options.randomized_power_iterations;
+  try {
+    randomized_->solve(batch, randomized_options);
+  } catch (const InternalError&) {
+    // Non-finite input or an eigen-solver that did not converge: the exact path decides (it
+    // throws for non-finite input too, naming the matrix).
+    return false;
+  }
+  report.checked += batch.count;
+  return true;
 }
 
 void GpuSvdSolver::solve_gesvda(const SvdBatch& b, SvdReport& report, std::vector<int>& redo) {

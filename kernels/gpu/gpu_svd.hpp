@@ -25,7 +25,11 @@
 
 namespace svdserve::gpu {
 
-enum class SvdMethod { gesvda_batched, gesvd, gesvda_unchecked, gesvdj, gesvdr };
+// randomized: our batched randomized SVD (randomized_svd.hpp) for the whole batch; a batch it
+// cannot do (rank above its sketch limit, or a failure it reports) is redone with Xgesvd.
+enum class SvdMethod { gesvda_batched, gesvd, gesvda_unchecked, gesvdj, gesvdr, randomized };
+
+class RandomizedSvd;
 
 // Short stable name for logs, tables and JSON ("gesvda_batched", ...).
 [[nodiscard]] const char* method_name(SvdMethod method) noexcept;
@@ -38,6 +42,9 @@ struct SvdOptions {
   // gesvdr samples rank + oversampling random directions (clamped so that the sum is at most n)
   // and runs `iterations` power iterations; empty oversampling means "as many as the rank".
   std::optional<int> gesvdr_oversampling;
+  // randomized: extra sketch columns and subspace iterations (RandomizedSvdOptions' defaults).
+  int randomized_oversampling = 64;
+  int randomized_power_iterations = 3;
   int gesvdr_iterations = 2;
 };
 
@@ -86,6 +93,8 @@ class GpuSvdSolver {
   };
 
   void solve_gesvda(const SvdBatch& batch, SvdReport& report, std::vector<int>& redo);
+  // False when the batch has to go to the exact solver instead (logged in the report).
+  bool solve_randomized(const SvdBatch& batch, const SvdOptions& options, SvdReport& report);
   // Per-matrix solvers: each writes its cuSOLVER info to matrix_info_[index] and does not wait.
   void solve_gesvd(const SvdBatch& batch, int index);
   void solve_gesvdj(const SvdBatch& batch, int index, const SvdOptions& options);
@@ -104,6 +113,7 @@ class GpuSvdSolver {
   cublasHandle_t cublas_;
   cusolverDnParams_t gesvd_params_ = nullptr;
   std::unique_ptr<gesvdjInfo, GesvdjInfoDeleter> gesvdj_info_;
+  std::unique_ptr<RandomizedSvd> randomized_;
   DeviceBuffer work_;
   DeviceBuffer info_;
   DeviceBuffer matrix_info_;  // one int per matrix of the per-matrix solvers

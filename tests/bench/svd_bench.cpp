@@ -86,8 +86,10 @@ Method gpu_method(std::string name, gpu::SvdMethod solver_method) {
   m.gpu_method = solver_method;
   m.full_svd = solver_method == gpu::SvdMethod::gesvd || solver_method == gpu::SvdMethod::gesvdj;
   m.batched = solver_method == gpu::SvdMethod::gesvda_batched ||
-              solver_method == gpu::SvdMethod::gesvda_unchecked;
-  m.top_k_only = solver_method == gpu::SvdMethod::gesvdr;
+              solver_method == gpu::SvdMethod::gesvda_unchecked ||
+              solver_method == gpu::SvdMethod::randomized;
+  m.top_k_only = solver_method == gpu::SvdMethod::gesvdr ||
+                 solver_method == gpu::SvdMethod::randomized;
   return m;
 }
 
@@ -107,8 +109,8 @@ std::vector<Method> methods() {
   cpu.cpu = true;
   cpu.full_svd = true;
   list.push_back(cpu);
-  // The "randomized" method being written elsewhere goes here: one more entry, with its solve
-  // added beside run_gpu()/run_cpu() below.
+  // Our batched randomized SVD (kernels/gpu/randomized_svd.hpp), with its default sketch.
+  list.push_back(gpu_method("randomized", gpu::SvdMethod::randomized));
   return list;
 }
 

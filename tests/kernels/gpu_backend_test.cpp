@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -34,7 +35,10 @@ struct Case {
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return info.param.name + (info.param.method == gpu::SvdMethod::gesvd ? "_gesvd" : "_gesvda");
+  const gpu::SvdMethod method = info.param.method;
+  return info.param.name + "_" +
+         (method == gpu::SvdMethod::gesvda_batched ? std::string("gesvda")
+                                                   : std::string(gpu::method_name(method)));
 }
 
 ImageF32 make_image(const Case& c, uint64_t seed) {
@@ -163,6 +167,11 @@ const std::vector<Case> kCases = {
     {"square_grey_256", {256, 256, 1}, "", gpu::SvdMethod::gesvd},
     {"tall_grey_97x300", {97, 300, 1}, "", gpu::SvdMethod::gesvd},
     {"real_home", {}, "home.jpg", gpu::SvdMethod::gesvd},
+    // The batched randomized SVD on photos (max rank 16 here; full rank is above its sketch limit
+    // for these sizes and so exercises its fallback to Xgesvd).
+    {"real_baboon", {}, "baboon.jpg", gpu::SvdMethod::randomized},
+    {"real_home", {}, "home.jpg", gpu::SvdMethod::randomized},
+    {"real_rgba_gradient", {}, "gradient.png", gpu::SvdMethod::randomized},
 };
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuBackendTest, ::testing::ValuesIn(kCases), case_name);
@@ -224,6 +233,106 @@ TEST_F(GpuBackendBehaviourTest, ConcurrentCallersOnAllStreamsAgree) {
     }));
   }
   for (auto& caller : callers) EXPECT_TRUE(caller.get());
+}
+
+// The decoder's samples go to the device as they are and become floats there: u8, u16 and f32
+// samples of the same picture give the same factors, for wide and tall (transposed) shapes.
+TEST_F(GpuBackendBehaviourTest, DecodedSamplesOfEveryTypeConvertOnTheDevice) {
+  gpu::GpuBackendOptions options;
+  options.svd_method = gpu::SvdMethod::gesvd;  // deterministic: equal inputs, equal outputs
+  auto backend = gpu::make_gpu_backend(options);
+  cv::Mat photo = read_test_image("home.jpg", -1);  // 8-bit BGR
+  ASSERT_EQ(photo.depth(), CV_8U);
+  cv::Mat tall;
+  cv::transpose(photo, tall);
+  for (const cv::Mat& picture : {photo, tall}) {
+    const ImageShape shape{static_cast<uint32_t>(picture.cols),
+                           static_cast<uint32_t>(picture.rows),
+                           static_cast<uint32_t>(picture.channels())};
+    SCOPED_TRACE(std::to_string(shape.width) + "x" + std::to_string(shape.height));
+    const cv::Mat continuous = picture.clone();
+    DecodedImage u8{shape, SampleType::u8, {}};
+    u8.samples.resize(shape.values());
+    std::memcpy(u8.samples.data(), continuous.data, shape.values());
+    cv::Mat wide_values;
+    continuous.convertTo(wide_values, CV_16U, 257.0);  // v * 257 * 255/65535 == v
+    DecodedImage u16{shape, SampleType::u16, {}};
+    u16.samples.resize(shape.values() * 2);
+    std::memcpy(u16.samples.data(), wide_values.data, u16.samples.size());
+    DecodedImage f32 = to_decoded(to_planes(u8));
+    const ImageF32 planes = to_planes(u8);
+
+    double energy = 0.0;
+    for (float v : planes.planes) energy += double{v} * v;
+    std::vector<std::shared_ptr<const Factors>> factors;
+    for (const DecodedImage* image : {&u8, &u16, &f32}) {
+      factors.push_back(backend->decompose(std::span(&image, 1), 20).at(0));
+      EXPECT_NEAR(factors.back()->energy(), energy, 1e-9 * energy);
+    }
+    for (uint32_t c = 0; c < shape.channels; ++c) {
+      const auto reference = reference_svd(planes.plane(c), shape.height, shape.width);
+      for (const auto& f : factors) {
+        for (uint32_t k = 0; k < 20; ++k) {
+          ASSERT_NEAR(f->singular_values(c)[k], reference.singular_values[k],
+                      1e-4 * reference.singular_values[0])
+              << "channel " << c << " k " << k;
+        }
+      }
+    }
+    EXPECT_EQ(reconstruct_u8(*backend, *factors[0], 20), reconstruct_u8(*backend, *factors[2], 20));
+    const auto from_u16 = reconstruct_u8(*backend, *factors[1], 20);
+    const auto from_u8 = reconstruct_u8(*backend, *factors[0], 20);
+    for (std::size_t p = 0; p < from_u8.size(); ++p) {
+      ASSERT_LE(std::abs(int{from_u8[p]} - int{from_u16[p]}), 1) << p;
+    }
+  }
+}
+
+TEST_F(GpuBackendBehaviourTest, NonFiniteSamplesAreInvalidAndTheBackendKeepsWorking) {
+  auto backend = gpu::make_gpu_backend({});
+  ImageF32 image = random_image({64, 48, 3}, run_seed());
+  image.planes[1000] = std::numeric_limits<float>::infinity();
+  const ImageF32* pointer = &image;
+  EXPECT_THROW((void)backend->decompose(std::span(&pointer, 1), 8), InvalidArgument);
+  image.planes[1000] = 1.0f;
+  EXPECT_EQ(backend->decompose(std::span(&pointer, 1), 8).at(0)->rank_kept(), 8u);
+}
+
+// reconstruct_async: outputs in pinned memory get the device copy directly, pageable ones go
+// through staging; a batch mixing both (and u8 with f32) gives the same pixels as one by one.
+TEST_F(GpuBackendBehaviourTest, AsyncReconstructIntoPinnedAndPageableOutputsAgrees) {
+  gpu::GpuBackendOptions options;
+  options.streams = 2;
+  auto backend = gpu::make_gpu_backend(options);
+  const ImageF32 image = image_from_mat(read_test_image("fruits.jpg", -1));
+  const ImageF32* pointer = &image;
+  const auto factors = backend->decompose(std::span(&pointer, 1), 40);
+  const std::size_t values = image.shape.values();
+  const auto expected = reconstruct_u8(*backend, *factors[0], 33);
+  const auto expected_f32 = reconstruct_f32(*backend, *factors[0], 33);
+
+  gpu::PinnedBuffer pinned(values);
+  std::memset(pinned.data(), 0xAB, values);  // poison: unwritten bytes show
+  std::vector<std::byte> pageable(values, std::byte{0xAB});
+  std::vector<float> pageable_f32(values, std::nanf(""));
+  std::vector<ReconstructItem> items{
+      {factors[0].get(), 33, OutputPixels::u8, std::span(pinned.as<std::byte>(), values)},
+      {factors[0].get(), 33, OutputPixels::f32, std::as_writable_bytes(std::span(pageable_f32))},
+      {factors[0].get(), 33, OutputPixels::u8, std::span(pageable)}};
+  std::promise<std::exception_ptr> finished;
+  backend->reconstruct_async(items, [&](std::exception_ptr error) { finished.set_value(error); });
+  ASSERT_EQ(finished.get_future().get(), nullptr);
+  EXPECT_EQ(std::memcmp(pinned.data(), expected.data(), values), 0);
+  EXPECT_EQ(std::memcmp(pageable.data(), expected.data(), values), 0);
+  EXPECT_EQ(pageable_f32, expected_f32);
+
+  // A bad item fails the whole call through `done`, and nothing is enqueued.
+  items[1].rank = 41;
+  std::promise<std::exception_ptr> refused;
+  backend->reconstruct_async(items, [&](std::exception_ptr error) { refused.set_value(error); });
+  const std::exception_ptr error = refused.get_future().get();
+  ASSERT_NE(error, nullptr);
+  EXPECT_THROW(std::rethrow_exception(error), InvalidArgument);
 }
 
 TEST_F(GpuBackendBehaviourTest, ProfilerWindowsOpenAndClose) {
