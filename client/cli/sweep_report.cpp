@@ -9,10 +9,10 @@ namespace {
 
 // Column widths of the table; the header and the rows share them.
 constexpr int kConcurrencyWidth = 5;
-constexpr int kRateWidth = 10;
+constexpr int kRateWidth = 12;
 constexpr int kLatencyWidth = 9;
-constexpr int kFailedWidth = 7;
-constexpr int kRatioWidth = 8;
+constexpr int kFailedWidth = 6;
+constexpr int kRatioWidth = 9;
 
 void print_run_columns(std::ostream& out, const BenchReport& run) {
   out << std::setw(kRateWidth) << fixed_text(run.images_per_second(), 1) << std::setw(kLatencyWidth)
@@ -22,7 +22,7 @@ void print_run_columns(std::ostream& out, const BenchReport& run) {
 
 void print_run_headers(std::ostream& out, const std::string& name) {
   out << std::setw(kRateWidth) << name + " img/s" << std::setw(kLatencyWidth) << "p50 ms" << std::setw(kLatencyWidth)
-      << "p99 ms" << std::setw(kFailedWidth) << "failed";
+      << "p99 ms" << std::setw(kFailedWidth) << "fail";
 }
 
 }  // namespace
@@ -31,7 +31,7 @@ void print_sweep_table(std::ostream& out, const SweepReport& report) {
   if (report.rows.empty()) return;
   const BenchReport& first = report.rows.front().op;
   const BenchReport& first_echo = report.rows.front().echo;
-  out << "bench " << first.op << " vs echo";
+  out << "bench " << first.op << " (op) vs echo of the same sizes";
   if (first.op != "decompose") out << ": rank " << first.rank << ", " << first.format;
   out << "; request " << first.request_bytes << " B (echo " << first_echo.request_bytes << " B), response "
       << first.response_bytes << " B (echo " << first_echo.response_bytes << " B); min(C, "
@@ -42,7 +42,7 @@ void print_sweep_table(std::ostream& out, const SweepReport& report) {
     out << fixed_text(report.duration_s, 1) << " s per run\n";
   }
   out << std::setw(kConcurrencyWidth) << "conc";
-  print_run_headers(out, first.op.substr(0, 4));
+  print_run_headers(out, "op");
   print_run_headers(out, "echo");
   out << std::setw(kRatioWidth) << "op/echo" << '\n';
   for (const auto& row : report.rows) {

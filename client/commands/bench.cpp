@@ -25,9 +25,6 @@ namespace {
 
 constexpr std::chrono::seconds kDefaultDuration{10};
 constexpr std::uint32_t kDefaultBenchRank = 16;
-// One connection per caller up to this many: enough that one HTTP/2 connection is not the limit,
-// few enough that the server's pollers are not swamped.
-constexpr std::size_t kDefaultMaxConnections = 16;
 constexpr std::chrono::seconds kConnectTimeout{10};
 
 // How long each measured run lasts, and what comes before it.
@@ -181,7 +178,10 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
   const auto format = parse_output_format(args.value_or("format", "u8"));
   const std::size_t concurrency = concurrency_from(args);
   const std::size_t max_concurrency = sweep.empty() ? concurrency : *std::ranges::max_element(sweep);
-  std::size_t connections = std::min(max_concurrency, kDefaultMaxConnections);
+  // One connection per caller by default: measured on a 2-core loopback with 3 MiB echoes, 16 callers
+  // on 16 connections did about 1.5x the images/s of 16 on one, so one connection would make
+  // the client the limit rather than the server.
+  std::size_t connections = max_concurrency;
   if (const auto text = args.value("connections")) {
     connections = parse_uint32(*text, "--connections");
     if (connections == 0) throw UsageError("--connections must be at least 1");
@@ -333,7 +333,7 @@ std::vector<Command> bench_commands() {
                   kConcurrencyOption,
                   {"sweep", "C1,C2,...",
                    "at each concurrency run the op, then echo of the same sizes; one table with the ratio"},
-                  {"connections", "N", "gRPC connections the callers share (default: one per caller, at most 16)"},
+                  {"connections", "N", "gRPC connections the callers share round-robin (default: one per caller)"},
                   {"duration", "SECONDS", "how long each run lasts (default 10)"},
                   {"count", "N", "how many requests each run sends, instead of --duration"},
                   {"warmup", "N", "requests sent before each run and not measured (default 0)"},
