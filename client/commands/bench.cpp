@@ -271,7 +271,7 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
                    .format = real_op == "decompose" ? "" : std::string(output_format_name(format))};
   const auto announce = [&](const std::string& what, std::size_t callers) {
     if (context.json()) return;
-    context.err() << "bench " << what << " on " << context.globals().server << ": " << callers << " callers, "
+    context.err() << "bench " << what << " on " << context.globals().server << ": " << callers << (callers == 1 ? " caller, " : " callers, ")
                   << (count_text ? *count_text + " requests" : fixed_text(length.duration.count() / 1000.0, 1) + " s")
                   << "...\n";
   };
