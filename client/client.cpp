@@ -16,6 +16,7 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& target, const Cli
   grpc::ChannelArguments arguments;
   arguments.SetMaxSendMessageSize(options.max_send_message_bytes);
   arguments.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  if (options.dedicated_connection) arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), arguments);
 }
 
@@ -199,6 +200,10 @@ CallResult<v1::GetServerInfoResponse> Client::server_info() const {
 
 CallResult<v1::GetStatsResponse> Client::stats() const {
   return unary<v1::GetStatsResponse>(*this, &v1::SvdServe::Stub::GetStats, v1::GetStatsRequest{});
+}
+
+CallResult<v1::EchoResponse> Client::echo(const v1::EchoRequest& request) const {
+  return unary<v1::EchoResponse>(*this, &v1::SvdServe::Stub::Echo, request);
 }
 
 grpc::Status Client::start_profiling() const {

@@ -35,6 +35,10 @@ struct ClientOptions {
   // wants). true: it waits for the connection up to its deadline (what a test starting a server
   // wants).
   bool wait_for_ready = false;
+  // true: this client opens its own connection instead of sharing one with every other client
+  // of the same target and options (gRPC's global subchannel pool). A load generator wants
+  // several: one HTTP/2 connection carries all its calls over one TCP stream.
+  bool dedicated_connection = false;
 };
 
 // The rank of a reconstruction: a fixed k, or the smallest k keeping a fraction of the energy.
@@ -104,6 +108,8 @@ class Client {
 
   CallResult<v1::GetServerInfoResponse> server_info() const;
   CallResult<v1::GetStatsResponse> stats() const;
+  // The transport alone: the server answers response_bytes bytes without touching the pipeline.
+  CallResult<v1::EchoResponse> echo(const v1::EchoRequest& request) const;
   grpc::Status start_profiling() const;
   grpc::Status stop_profiling() const;
 

@@ -11,6 +11,9 @@ namespace svdserve {
 namespace {
 
 constexpr std::size_t kMaxIdLength = 256;
+// Room Echo leaves below max_message_bytes for framing: the headroom a reconstruction's output
+// keeps too (server.cpp), so any size a reconstruction can answer, Echo can.
+constexpr uint64_t kEchoHeadroomBytes = 64 * 1024;
 
 void check_image_id(const std::string& id) {
   if (id.size() > kMaxIdLength) {
@@ -369,6 +372,33 @@ grpc::ServerUnaryReactor* SvdService::GetStats(grpc::CallbackServerContext* ctx,
   response->set_evictions(context_.store.evictions());
   response->set_jobs_in_flight(static_cast<uint32_t>(context_.pipeline.jobs_in_flight()));
   finish(reactor, "GetStats", grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* SvdService::Echo(grpc::CallbackServerContext* ctx,
+                                           const v1::EchoRequest* request,
+                                           v1::EchoResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  try {
+    check_accepting();
+    const uint64_t max_message_bytes = context_.config.max_message_bytes();
+    const uint64_t limit = max_message_bytes > kEchoHeadroomBytes ? max_message_bytes - kEchoHeadroomBytes : 0;
+    if (request->response_bytes() > limit) {
+      throw InvalidArgument("response_bytes " + std::to_string(request->response_bytes()) +
+                            " is above the limit of " + std::to_string(limit) +
+                            " (max_message_bytes less 64 KiB); ask for fewer bytes or raise "
+                            "max_message_bytes");
+    }
+    // The payload back, cut or zero-padded to size: one allocation and one copy, like a
+    // reconstruction's output.
+    const auto size = static_cast<std::size_t>(request->response_bytes());
+    std::string* payload = response->mutable_payload();
+    payload->assign(request->payload(), 0, std::min(size, request->payload().size()));
+    payload->resize(size, '\0');
+    finish(reactor, "Echo", grpc::Status::OK);
+  } catch (...) {
+    finish(reactor, "Echo", to_status(std::current_exception()));
+  }
   return reactor;
 }
 

@@ -74,6 +74,9 @@ class SvdService final : public v1::SvdServe::CallbackService {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* ctx,
                                      const v1::GetStatsRequest* request,
                                      v1::GetStatsResponse* response) override;
+  // Runs on the callback thread: no pipeline, so it measures the transport alone.
+  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* ctx, const v1::EchoRequest* request,
+                                 v1::EchoResponse* response) override;
   grpc::ServerUnaryReactor* StartProfiling(grpc::CallbackServerContext* ctx,
                                            const v1::StartProfilingRequest* request,
                                            v1::StartProfilingResponse* response) override;

@@ -1,11 +1,8 @@
 #include "client/cli/bench_report.hpp"
 
-#include "client/cli/json_writer.hpp"
-
 namespace svdserve::cli {
 
-std::string bench_report_json(const BenchReport& report) {
-  JsonWriter json;
+void write_bench_report(JsonWriter& json, const BenchReport& report) {
   json.begin_object()
       .field("op", report.op)
       .field("server", report.server)
@@ -14,6 +11,9 @@ std::string bench_report_json(const BenchReport& report) {
       .field("rank", report.rank)
       .field("format", report.format)
       .field("concurrency", report.concurrency)
+      .field("connections", report.connections)
+      .field("request_bytes", report.request_bytes)
+      .field("response_bytes", report.response_bytes)
       .field("elapsed_s", report.elapsed_s)
       .field("requests", report.requests)
       .field("succeeded", report.succeeded)
@@ -31,6 +31,11 @@ std::string bench_report_json(const BenchReport& report) {
   json.key("errors").begin_object();
   for (const auto& [code, count] : report.errors) json.field(code, count);
   json.end_object().end_object();
+}
+
+std::string bench_report_json(const BenchReport& report) {
+  JsonWriter json;
+  write_bench_report(json, report);
   return json.str() + "\n";
 }
 

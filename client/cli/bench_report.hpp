@@ -5,29 +5,38 @@
 #include <map>
 #include <string>
 
+#include "client/cli/json_writer.hpp"
 #include "client/cli/latency_stats.hpp"
 
 namespace svdserve::cli {
 
 struct BenchReport {
-  std::string op;        // reconstruct, compress, decompose
+  std::string op;        // reconstruct, compress, decompose, echo
   std::string server;
   std::string image;     // The local file, if any.
   std::string id;        // The resident image reconstructed, if any.
   std::uint32_t rank = 0;
   std::string format;    // png, u8, f32
   std::uint64_t concurrency = 0;
+  std::uint64_t connections = 0;     // gRPC connections the callers shared.
+  std::uint64_t request_bytes = 0;   // Serialized request message; 0 when not measured.
+  std::uint64_t response_bytes = 0;  // Serialized response message; 0 when not measured.
   double elapsed_s = 0;  // Of the measured phase.
   std::uint64_t requests = 0;
   std::uint64_t succeeded = 0;
   std::map<std::string, std::uint64_t> errors{};  // By status code name.
+  std::uint64_t unreachable = 0;                  // Errors that were UNAVAILABLE or DEADLINE_EXCEEDED.
   LatencySummary latency{};                       // Of the successful calls.
 
+  [[nodiscard]] std::uint64_t failed() const noexcept { return requests - succeeded; }
   [[nodiscard]] double images_per_second() const noexcept {
     return elapsed_s > 0 ? static_cast<double>(succeeded) / elapsed_s : 0.0;
   }
 };
 
+// The report as one JSON object, written where json expects a value (for nesting).
+void write_bench_report(JsonWriter& json, const BenchReport& report);
+// The report as a JSON document, newline-terminated.
 [[nodiscard]] std::string bench_report_json(const BenchReport& report);
 
 }  // namespace svdserve::cli

@@ -1,89 +1,119 @@
 // bench: closed-loop load. C callers, each sending its next request when the previous one is
 // answered, for a duration or a count; then throughput, latency percentiles, errors by code.
+// --op echo and --sweep set the op against Echo with the same message sizes: the transport's
+// limit for those sizes, measured in the same run.
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <functional>
-#include <map>
 #include <optional>
 #include <stdexcept>
-#include <thread>
+#include <string>
+#include <vector>
 
 #include "client/cli/bench_report.hpp"
+#include "client/cli/client_pool.hpp"
+#include "client/cli/closed_loop.hpp"
+#include "client/cli/echo_sizing.hpp"
 #include "client/cli/image_output.hpp"
+#include "client/cli/sweep_report.hpp"
 #include "client/commands/common.hpp"
 #include "client/image_files.hpp"
 
 namespace svdserve::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr std::chrono::seconds kDefaultDuration{10};
 constexpr std::uint32_t kDefaultBenchRank = 16;
+constexpr std::chrono::seconds kConnectTimeout{10};
 
-// One caller's next request; returns the call's status.
-using Call = std::function<grpc::Status()>;
+// How long each measured run lasts, and what comes before it.
+struct RunLength {
+  std::optional<std::uint64_t> count;  // Else duration.
+  std::chrono::milliseconds duration{kDefaultDuration};
+  std::uint64_t warmup = 0;  // Unmeasured requests before each run.
+};
 
-// Stops after a number of calls or at a time, whichever the command line chose.
-class StopCondition {
+// What the callers of one run send.
+struct Workload {
+  std::string op;
+  // Caller c's next call on the given client.
+  std::function<grpc::Status(const Client& client, std::size_t caller)> call;
+  std::string request_wire;  // A serialized request of this workload: its size, echo's payload.
+  std::size_t response_bytes = 0;  // Serialized response size, once known (echo, or after a probe).
+  // One unmeasured call; the serialized size of its response. Unset for echo.
+  std::function<CallResult<std::size_t>(const Client& client)> probe;
+};
+
+// Images created for a run, deleted when it ends however it ends.
+class CreatedImages {
  public:
-  static StopCondition after_count(std::uint64_t count) { return StopCondition(count, {}); }
-  static StopCondition at(Clock::time_point end) { return StopCondition(std::nullopt, end); }
-
-  // True when one more call may start; counts it.
-  bool next() {
-    if (count_) return issued_.fetch_add(1, std::memory_order_relaxed) < *count_;
-    return Clock::now() < end_;
+  explicit CreatedImages(const Client& client) : client_(client) {}
+  CreatedImages(const CreatedImages&) = delete;
+  CreatedImages& operator=(const CreatedImages&) = delete;
+  ~CreatedImages() {
+    for (const auto& id : ids_) static_cast<void>(client_.delete_image(id));  // Best effort.
   }
+  void add(std::string id) { ids_.push_back(std::move(id)); }
 
  private:
-  StopCondition(std::optional<std::uint64_t> count, Clock::time_point end) : count_(count), end_(end) {}
-
-  std::optional<std::uint64_t> count_;
-  Clock::time_point end_;
-  std::atomic<std::uint64_t> issued_{0};
+  const Client& client_;
+  std::vector<std::string> ids_;
 };
 
-struct CallerLog {
-  std::vector<double> latencies_ms;  // Of the successful calls.
-  std::map<grpc::StatusCode, std::uint64_t> errors;
-  std::uint64_t requests = 0;
-};
-
-// Runs one caller per entry of calls until stop says no; returns each caller's log.
-std::vector<CallerLog> run_closed_loop(const std::vector<Call>& calls, StopCondition& stop) {
-  std::vector<CallerLog> logs(calls.size());
-  {
-    std::vector<std::jthread> callers;
-    callers.reserve(calls.size());
-    for (std::size_t c = 0; c < calls.size(); ++c) {
-      callers.emplace_back([&, c] {
-        CallerLog& log = logs[c];
-        while (stop.next()) {
-          const auto start = Clock::now();
-          const grpc::Status status = calls[c]();
-          const double latency_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-          ++log.requests;
-          if (status.ok()) {
-            log.latencies_ms.push_back(latency_ms);
-          } else {
-            ++log.errors[status.error_code()];
-          }
-        }
-      });
-    }
-  }
-  return logs;
+template <class Response>
+CallResult<std::size_t> response_size(const CallResult<Response>& result) {
+  if (!result) return result.status();
+  return result->ByteSizeLong();
 }
 
-void print_text(std::ostream& out, const BenchReport& report) {
+// Runs workload with concurrency callers spread over pool; fills the measured part of report.
+BenchReport measure(const Workload& workload, const ClientPool& pool, std::size_t concurrency,
+                    const RunLength& length, BenchReport report) {
+  std::vector<Call> calls;
+  calls.reserve(concurrency);
+  for (std::size_t c = 0; c < concurrency; ++c) {
+    calls.emplace_back([&workload, &pool, c] { return workload.call(pool.for_caller(c), c); });
+  }
+  if (length.warmup > 0) {
+    auto warmup_stop = StopCondition::after_count(length.warmup);
+    static_cast<void>(run_closed_loop(calls, warmup_stop));
+  }
+  const auto start = BenchClock::now();
+  auto stop = length.count ? StopCondition::after_count(*length.count) : StopCondition::at(start + length.duration);
+  const auto logs = run_closed_loop(calls, stop);
+  report.elapsed_s = std::chrono::duration<double>(BenchClock::now() - start).count();
+  report.op = workload.op;
+  report.concurrency = concurrency;
+  report.connections = std::min(concurrency, pool.size());
+  report.request_bytes = workload.request_wire.size();
+  report.response_bytes = workload.response_bytes;
+  add_caller_logs(logs, report);
+  return report;
+}
+
+// Echo with the sizes of workload's request and of probed_response_bytes.
+Workload echo_workload_like(const Workload& workload, std::size_t probed_response_bytes) {
+  auto request = std::make_shared<const v1::EchoRequest>(
+      echo_request_matching(workload.request_wire, workload.request_wire.size(), probed_response_bytes));
+  Workload echo;
+  echo.op = "echo";
+  echo.request_wire = request->SerializeAsString();
+  echo.response_bytes = echo_response_wire_bytes(*request);
+  echo.call = [request](const Client& client, std::size_t) { return client.echo(*request).status(); };
+  return echo;
+}
+
+void print_text(std::ostream& out, const BenchReport& report, const std::string& imitated_op) {
   out << "bench " << report.op;
-  if (report.op != "decompose") out << ": rank " << report.rank << ", " << report.format;
+  if (report.op == "echo") out << " sized like " << imitated_op;
+  if (imitated_op != "decompose") out << ": rank " << report.rank << ", " << report.format;
   out << ", concurrency " << report.concurrency << ", " << fixed_text(report.elapsed_s, 2) << " s\n"
-      << "requests   " << report.requests << " (" << report.succeeded << " ok, "
-      << report.requests - report.succeeded << " failed)\n"
+      << "requests   " << report.requests << " (" << report.succeeded << " ok, " << report.failed() << " failed)\n"
       << "images/s   " << fixed_text(report.images_per_second(), 1) << '\n';
+  if (report.response_bytes > 0) {
+    out << "bytes      request " << report.request_bytes << ", response " << report.response_bytes << '\n';
+  }
   const auto& latency = report.latency;
   if (latency.count > 0) {
     out << "latency ms p50 " << fixed_text(latency.p50_ms, 2) << "  p90 " << fixed_text(latency.p90_ms, 2)
@@ -97,25 +127,72 @@ void print_text(std::ostream& out, const BenchReport& report) {
   }
 }
 
+// Writes text to --json FILE, or to stdout for "-"; returns false (after reporting) on failure.
+bool write_json(CommandContext& context, const std::optional<std::string>& json_file, const std::string& text) {
+  if (!json_file) return true;
+  if (*json_file == "-") {
+    context.out() << text;
+    return true;
+  }
+  try {
+    write_file_bytes(*json_file, text);
+    return true;
+  } catch (const std::runtime_error& error) {
+    static_cast<void>(report_error(context.err(), error.what()));
+    return false;
+  }
+}
+
+int exit_code_of(std::uint64_t requests, std::uint64_t succeeded, std::uint64_t unreachable) {
+  const std::uint64_t failed = requests - succeeded;
+  if (failed == 0) return to_int(ExitCode::ok);
+  return to_int(succeeded == 0 && unreachable == failed ? ExitCode::unreachable : ExitCode::failed);
+}
+
+std::vector<std::size_t> sweep_from(const ParsedArgs& args) {
+  std::vector<std::size_t> levels;
+  if (const auto text = args.value("sweep")) {
+    for (const auto level : parse_rank_list(*text, "--sweep")) levels.push_back(level);
+  }
+  return levels;
+}
+
 int run_bench(CommandContext& context, const ParsedArgs& args) {
   const std::string op = args.value_or("op", "reconstruct");
-  if (op != "reconstruct" && op != "compress" && op != "decompose") {
-    throw UsageError("--op expects reconstruct, compress or decompose");
+  if (op != "reconstruct" && op != "compress" && op != "decompose" && op != "echo") {
+    throw UsageError("--op expects reconstruct, compress, decompose or echo");
   }
+  // echo imitates a reconstruct of the same image, rank and format.
+  const std::string real_op = op == "echo" ? "reconstruct" : op;
+  const auto sweep = sweep_from(args);
+  if (!sweep.empty() && op == "echo") throw UsageError("--sweep runs echo beside --op; give reconstruct, compress or decompose");
+  if (!sweep.empty() && args.has("concurrency")) throw UsageError("give --sweep or --concurrency, not both");
   const auto image = args.value("image");
   auto id = args.value("id");
-  if (op == "reconstruct" && !image && !id) throw UsageError("bench reconstruct needs --image FILE or --id ID");
-  if (op != "reconstruct" && !image) throw UsageError("bench " + op + " needs --image FILE");
-  if (op != "reconstruct" && id) throw UsageError("--id applies to --op reconstruct");
+  if (real_op == "reconstruct" && !image && !id) throw UsageError("bench " + op + " needs --image FILE or --id ID");
+  if (real_op != "reconstruct" && !image) throw UsageError("bench " + op + " needs --image FILE");
+  if (real_op != "reconstruct" && id) throw UsageError("--id applies to --op reconstruct and echo");
   std::uint32_t rank = kDefaultBenchRank;
   if (const auto text = args.value("rank")) rank = parse_uint32(*text, "--rank");
   if (rank == 0) throw UsageError("--rank must be at least 1");
   const auto format = parse_output_format(args.value_or("format", "u8"));
-  const auto concurrency = concurrency_from(args);
+  const std::size_t concurrency = concurrency_from(args);
+  const std::size_t max_concurrency = sweep.empty() ? concurrency : *std::ranges::max_element(sweep);
+  // One connection per caller by default: measured on a 2-core loopback with 3 MiB echoes, 16 callers
+  // on 16 connections did about 1.5x the images/s of 16 on one, so one connection would make
+  // the client the limit rather than the server.
+  std::size_t connections = max_concurrency;
+  if (const auto text = args.value("connections")) {
+    connections = parse_uint32(*text, "--connections");
+    if (connections == 0) throw UsageError("--connections must be at least 1");
+  }
   const auto duration_text = args.value("duration");
   const auto count_text = args.value("count");
   if (duration_text && count_text) throw UsageError("give --duration or --count, not both");
-  const std::uint64_t warmup = args.has("warmup") ? parse_uint64(*args.value("warmup"), "--warmup") : 0;
+  RunLength length;
+  if (count_text) length.count = parse_uint64(*count_text, "--count");
+  if (duration_text) length.duration = parse_seconds(*duration_text, "--duration");
+  if (const auto text = args.value("warmup")) length.warmup = parse_uint64(*text, "--warmup");
   const std::uint32_t max_rank = max_rank_from(args);
   const auto json_file = args.value("json");
 
@@ -129,104 +206,112 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
   }
   const Client& client = context.client();
   const std::string stem = image ? std::filesystem::path(*image).stem().string() : std::string();
+  const ClientPool pool(client.target(), client.options(), connections);
+  CreatedImages created(client);
 
-  // The images this run creates on the server, deleted at the end.
-  std::vector<std::string> created_ids;
-  std::vector<Call> calls;
-  v1::ReconstructRequest reconstruct_request;
-  v1::CompressRequest compress_request;
-  std::vector<v1::DecomposeRequest> decompose_requests(concurrency);
-
-  if (op == "reconstruct") {
+  Workload workload;
+  workload.op = real_op;
+  if (real_op == "reconstruct") {
     if (!id) {
       id = "bench-" + stem;
       const auto decomposed = client.decompose(encoded, max_rank, *id);
       if (!decomposed) return report_error(context.err(), decomposed.status());
-      created_ids.push_back(*id);
+      created.add(*id);
     }
-    reconstruct_request.set_id(*id);
-    reconstruct_request.set_rank(rank);
-    reconstruct_request.set_format(format);
-    calls.assign(concurrency, [&] { return client.reconstruct(reconstruct_request).status(); });
-  } else if (op == "compress") {
-    compress_request.mutable_image()->set_encoded(encoded);
-    compress_request.set_rank(rank);
-    compress_request.set_format(format);
-    calls.assign(concurrency, [&] { return client.compress(compress_request).status(); });
+    auto request = std::make_shared<v1::ReconstructRequest>();
+    request->set_id(*id);
+    request->set_rank(rank);
+    request->set_format(format);
+    workload.request_wire = request->SerializeAsString();
+    workload.call = [request](const Client& on, std::size_t) { return on.reconstruct(*request).status(); };
+    workload.probe = [request](const Client& on) { return response_size(on.reconstruct(*request)); };
+  } else if (real_op == "compress") {
+    auto request = std::make_shared<v1::CompressRequest>();
+    request->mutable_image()->set_encoded(encoded);
+    request->set_rank(rank);
+    request->set_format(format);
+    workload.request_wire = request->SerializeAsString();
+    workload.call = [request](const Client& on, std::size_t) { return on.compress(*request).status(); };
+    workload.probe = [request](const Client& on) { return response_size(on.compress(*request)); };
   } else {
     // One id per caller, so the store holds C images however long the run.
-    for (std::size_t c = 0; c < concurrency; ++c) {
-      auto& request = decompose_requests[c];
+    auto requests = std::make_shared<std::vector<v1::DecomposeRequest>>(max_concurrency);
+    for (std::size_t c = 0; c < max_concurrency; ++c) {
+      auto& request = (*requests)[c];
       request.mutable_image()->set_encoded(encoded);
       request.set_max_rank(max_rank);
       request.set_id("bench-" + stem + "-" + std::to_string(c));
-      created_ids.push_back(request.id());
-      calls.emplace_back([&client, &request] { return client.decompose(request).status(); });
+      created.add(request.id());
     }
+    workload.request_wire = requests->front().SerializeAsString();
+    workload.call = [requests](const Client& on, std::size_t caller) {
+      return on.decompose((*requests)[caller]).status();
+    };
+    workload.probe = [requests](const Client& on) { return response_size(on.decompose(requests->front())); };
   }
 
-  if (warmup > 0) {
-    auto warmup_stop = StopCondition::after_count(warmup);
-    static_cast<void>(run_closed_loop(calls, warmup_stop));
+  if (!pool.connect_all(kConnectTimeout)) {
+    return report_error(context.err(), grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                                     "could not connect to " + client.target()));
+  }
+  // Echo needs the real response's size: one call of the real op, not measured.
+  std::optional<Workload> echo;
+  if (op == "echo" || !sweep.empty()) {
+    const auto probed = workload.probe(pool.for_caller(0));
+    if (!probed) return report_error(context.err(), probed.status());
+    workload.response_bytes = *probed;
+    echo = echo_workload_like(workload, workload.response_bytes);
   }
 
-  const auto duration = duration_text ? parse_seconds(*duration_text, "--duration")
-                                      : std::chrono::milliseconds(kDefaultDuration);
-  const auto start = Clock::now();
-  auto stop = count_text ? StopCondition::after_count(parse_uint64(*count_text, "--count"))
-                         : StopCondition::at(start + duration);
-  if (!context.json()) {
-    context.err() << "bench " << op << " on " << context.globals().server << ": " << concurrency << " callers, "
-                  << (count_text ? *count_text + " requests" : fixed_text(duration.count() / 1000.0, 1) + " s")
+  BenchReport base{.op = op,
+                   .server = context.globals().server,
+                   .image = image.value_or(""),
+                   .id = real_op == "reconstruct" ? *id : std::string(),
+                   .rank = real_op == "decompose" ? 0 : rank,
+                   .format = real_op == "decompose" ? "" : std::string(output_format_name(format))};
+  const auto announce = [&](const std::string& what, std::size_t callers) {
+    if (context.json()) return;
+    context.err() << "bench " << what << " on " << context.globals().server << ": " << callers << (callers == 1 ? " caller, " : " callers, ")
+                  << (count_text ? *count_text + " requests" : fixed_text(length.duration.count() / 1000.0, 1) + " s")
                   << "...\n";
-  }
-  const auto logs = run_closed_loop(calls, stop);
-  const double elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  };
 
-  for (const auto& created : created_ids) static_cast<void>(client.delete_image(created));
-
-  BenchReport report{.op = op,
-                     .server = context.globals().server,
-                     .image = image.value_or(""),
-                     .id = op == "reconstruct" ? *id : std::string(),
-                     .rank = op == "decompose" ? 0 : rank,
-                     .format = op == "decompose" ? "" : std::string(output_format_name(format)),
-                     .concurrency = concurrency,
-                     .elapsed_s = elapsed_s};
-  std::vector<double> latencies;
-  std::uint64_t unreachable = 0;
-  for (const auto& log : logs) {
-    report.requests += log.requests;
-    report.succeeded += log.latencies_ms.size();
-    latencies.insert(latencies.end(), log.latencies_ms.begin(), log.latencies_ms.end());
-    for (const auto& [code, count] : log.errors) {
-      report.errors[std::string(status_code_name(code))] += count;
-      if (is_unreachable(code)) unreachable += count;
+  if (sweep.empty()) {
+    const Workload& measured = op == "echo" ? *echo : workload;
+    announce(op, concurrency);
+    const BenchReport report = measure(measured, pool, concurrency, length, base);
+    if (!write_json(context, json_file, bench_report_json(report))) return to_int(ExitCode::failed);
+    const bool json_on_stdout = json_file && *json_file == "-";
+    if (context.json()) {
+      if (!json_on_stdout) context.out() << bench_report_json(report);
+    } else if (!json_on_stdout) {
+      print_text(context.out(), report, real_op);
     }
+    return exit_code_of(report.requests, report.succeeded, report.unreachable);
   }
-  report.latency = summarize_latencies(std::move(latencies));
 
-  if (json_file) {
-    const std::string text = bench_report_json(report);
-    if (*json_file == "-") {
-      context.out() << text;
-    } else {
-      try {
-        write_file_bytes(*json_file, text);
-      } catch (const std::runtime_error& error) {
-        return report_error(context.err(), error.what());
-      }
+  SweepReport sweep_report{.max_connections = pool.size(),
+                           .duration_s = length.count ? 0.0 : length.duration.count() / 1000.0,
+                           .count = length.count.value_or(0)};
+  std::uint64_t requests = 0, succeeded = 0, unreachable = 0;
+  for (const std::size_t level : sweep) {
+    announce(op + " and echo", level);
+    SweepRow row{measure(workload, pool, level, length, base), measure(*echo, pool, level, length, base)};
+    for (const BenchReport* run : {&row.op, &row.echo}) {
+      requests += run->requests;
+      succeeded += run->succeeded;
+      unreachable += run->unreachable;
     }
+    sweep_report.rows.push_back(std::move(row));
   }
+  if (!write_json(context, json_file, sweep_report_json(sweep_report))) return to_int(ExitCode::failed);
+  const bool json_on_stdout = json_file && *json_file == "-";
   if (context.json()) {
-    if (!json_file || *json_file != "-") context.out() << bench_report_json(report);
-  } else if (!json_file || *json_file != "-") {
-    print_text(context.out(), report);
+    if (!json_on_stdout) context.out() << sweep_report_json(sweep_report);
+  } else if (!json_on_stdout) {
+    print_sweep_table(context.out(), sweep_report);
   }
-
-  const std::uint64_t failed = report.requests - report.succeeded;
-  if (failed == 0) return to_int(ExitCode::ok);
-  return to_int(report.succeeded == 0 && unreachable == failed ? ExitCode::unreachable : ExitCode::failed);
+  return exit_code_of(requests, succeeded, unreachable);
 }
 
 }  // namespace
@@ -234,18 +319,24 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
 std::vector<Command> bench_commands() {
   return {Command{
       .name = "bench",
-      .synopsis = "[--op reconstruct|compress|decompose] (--image FILE | --id ID) [--rank K] [--concurrency C]\n"
-                  "       [--duration SECONDS | --count N] [--warmup N] [--format png|u8|f32] [--json FILE]",
+      .synopsis = "[--op reconstruct|compress|decompose|echo] (--image FILE | --id ID) [--rank K]\n"
+                  "       [--concurrency C | --sweep C1,C2,...] [--connections N] [--duration SECONDS | --count N]\n"
+                  "       [--warmup N] [--format png|u8|f32] [--json FILE]",
       .summary = "closed-loop load: C callers back to back; images/s, latency percentiles, errors",
-      .options = {{"op", "OP", "reconstruct (default), compress or decompose"},
+      .options = {{"op", "OP",
+                   "reconstruct (default), compress, decompose, or echo: the transport alone, with the sizes of "
+                   "the reconstruct these options describe"},
                   {"image", "FILE", "the image to send (reconstruct: decomposed first as bench-<stem>)"},
                   {"id", "ID", "reconstruct an image already on the server instead"},
                   {"rank", "K", "rank of each reconstruction (default 16)"},
                   {"max-rank", "R", "--max-rank of the decompositions (default: the server's)"},
                   kConcurrencyOption,
-                  {"duration", "SECONDS", "how long to run (default 10)"},
-                  {"count", "N", "how many requests to send, instead of --duration"},
-                  {"warmup", "N", "requests sent first and not measured (default 0)"},
+                  {"sweep", "C1,C2,...",
+                   "at each concurrency run the op, then echo of the same sizes; one table with the ratio"},
+                  {"connections", "N", "gRPC connections the callers share round-robin (default: one per caller)"},
+                  {"duration", "SECONDS", "how long each run lasts (default 10)"},
+                  {"count", "N", "how many requests each run sends, instead of --duration"},
+                  {"warmup", "N", "requests sent before each run and not measured (default 0)"},
                   {"format", "FMT", "png, u8 (default) or f32"},
                   {"json", "FILE", "also write the report as JSON to FILE ('-': stdout only)"}},
       .max_positionals = 0,

@@ -85,6 +85,11 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"bench", "--id", "x", "--duration", "1", "--count", "5"},
       {"bench", "--op", "resize", "--id", "x"},
       {"bench", "--id", "x", "--concurrency", "0"},
+      {"bench", "--op", "echo", "--id", "x", "--sweep", "1,2"},        // Echo against echo.
+      {"bench", "--id", "x", "--sweep", "1,2", "--concurrency", "4"},
+      {"bench", "--id", "x", "--sweep", "1,0"},
+      {"bench", "--id", "x", "--connections", "0"},
+      {"bench", "--op", "compress", "--id", "x", "--image", "a.png"},  // --id is reconstruct's.
   };
   for (const auto& args : bad) {
     auto with_server = args;

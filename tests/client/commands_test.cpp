@@ -190,5 +190,46 @@ TEST_F(Commands, BenchDecomposeUsesOneIdPerCaller) {
   EXPECT_EQ(server_.service().image_count(), 0u);
 }
 
+TEST_F(Commands, BenchEchoIsSizedLikeTheReconstruction) {
+  // a.png is 6x4x3: a u8 reconstruction carries 72 pixel bytes, so echo asks for about as many.
+  const auto outcome = run({"bench", "--op", "echo", "--image", (root_ / "in" / "a.png").string(), "--rank", "2",
+                            "--count", "12", "--concurrency", "3", "--json", "-"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "\"op\": \"echo\"")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"succeeded\": 12")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"connections\": 3")) << outcome.out;
+  EXPECT_EQ(server_.service().echo_calls(), 12u);
+  EXPECT_EQ(server_.service().image_count(), 0u);  // bench-a, made to size the echo, was deleted.
+}
+
+TEST_F(Commands, BenchSweepRunsOpAndEchoAtEachConcurrency) {
+  const auto json_file = root_ / "sweep.json";
+  const auto outcome = run({"bench", "--image", (root_ / "in" / "a.png").string(), "--rank", "2", "--sweep", "1,2,4",
+                            "--count", "8", "--connections", "2", "--json", json_file.string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "bench reconstruct (op) vs echo")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "min(C, 2) connections; 8 requests per run")) << outcome.out;
+  for (const char* level : {"\n    1 ", "\n    2 ", "\n    4 "}) {
+    EXPECT_TRUE(contains(outcome.out, level)) << level << "\n" << outcome.out;
+  }
+  EXPECT_EQ(server_.service().echo_calls(), 3u * 8u);
+  const std::string json = read_file_bytes(json_file);
+  EXPECT_TRUE(contains(json, "\"rows\": [")) << json;
+  EXPECT_TRUE(contains(json, "\"concurrency\": 4")) << json;
+  EXPECT_TRUE(contains(json, "\"op_to_echo_ratio\": ")) << json;
+  EXPECT_FALSE(contains(json, "\"succeeded\": 0")) << json;
+  EXPECT_EQ(server_.service().image_count(), 0u);
+}
+
+TEST_F(Commands, BenchSweepStopsWhenTheRealCallFails) {
+  // Rank 99 is above what the fake keeps: the call that sizes the echo fails, nothing is measured.
+  const auto outcome = run({"bench", "--image", (root_ / "in" / "a.png").string(), "--rank", "99", "--sweep", "1",
+                            "--count", "4"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(outcome.err.starts_with("error: INVALID_ARGUMENT")) << outcome.err;
+  EXPECT_EQ(server_.service().echo_calls(), 0u);
+  EXPECT_EQ(server_.service().image_count(), 0u);
+}
+
 }  // namespace
 }  // namespace svdserve::cli

@@ -1,9 +1,11 @@
 #pragma once
 // An in-process stand-in for the svdserve server, for testing the client without the real one.
 // It decodes nothing: an "encoded image" is the text "WxHxC" (anything else is INVALID_ARGUMENT),
-// every image keeps rank min(max_rank or 8, 8), and pixel bytes are filled with the rank.
+// every image keeps rank min(max_rank or 8, 8), and pixel bytes are filled with the rank. Echo
+// answers like the real one.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -112,6 +114,16 @@ class FakeSvdServe final : public v1::SvdServe::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status Echo(grpc::ServerContext*, const v1::EchoRequest* request, v1::EchoResponse* response) override {
+    ++echo_calls_;
+    std::string payload = request->payload().substr(0, request->response_bytes());
+    payload.resize(request->response_bytes(), '\0');
+    response->set_payload(std::move(payload));
+    return grpc::Status::OK;
+  }
+
+  [[nodiscard]] std::uint64_t echo_calls() const { return echo_calls_.load(); }
+
   [[nodiscard]] std::size_t image_count() const {
     const std::scoped_lock lock(mutex_);
     return images_.size();
@@ -172,6 +184,7 @@ class FakeSvdServe final : public v1::SvdServe::Service {
     return grpc::Status::OK;
   }
 
+  std::atomic<std::uint64_t> echo_calls_{0};
   mutable std::mutex mutex_;
   std::map<std::string, Stored> images_;  // Guarded by mutex_.
 };
