@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the device tool), from the repository root, with the portable bundle
+# carried (.ci/bundle.sh): the performance issue's four benchmarks, each printing its table and
+# ratio to a limit measured in the same run. Tables go to stdout and $OUT/*.txt, JSON into
+# $OUT/bench-json.tar (the device tool returns at most 8 files).
+#   usage: .ci/device-bench.sh [quick] [only=kernel,pipeline,svd,rsvd,e2e]
+set -uo pipefail
+out="${OUT:-/tmp/svdserve-out}"
+mkdir -p "$out/json"
+quick=""; only="kernel,pipeline,svd,rsvd,e2e"
+for arg in "$@"; do
+  case "$arg" in
+    quick) quick="--quick" ;;
+    only=*) only="${arg#only=}" ;;
+  esac
+done
+work=/tmp/svdserve-bundle
+if [ ! -x "$work/svdserve/bin/svdserve" ]; then
+  rm -rf "$work" && mkdir -p "$work" && tar -C "$work" -xJf bundle/svdserve.tar.xz
+fi
+root="$work/svdserve"
+export SVDSERVE_TEST_IMAGES="$root/tests/data/images"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader
+wants() { [[ ",$only," == *",$1,"* ]]; }
+run() {  # name, command...: table to stdout and $out/name.txt
+  local name="$1"; shift
+  echo; echo "=== $name: $*"
+  "$@" 2>&1 | tee "$out/$name.txt"
+  echo "=== $name exit ${PIPESTATUS[0]}"
+}
+wants kernel && run reconstruct-bench "$root/bin/svdserve_reconstruct_bench" $quick --json "$out/json/reconstruct.json"
+wants pipeline && run pipeline-bench "$root/bin/svdserve_pipeline_bench" $quick --json "$out/json/pipeline.json"
+wants rsvd && run rsvd-bench "$root/bin/svdserve_rsvd_bench" --json "$out/json/rsvd.json"
+wants svd && run svd-bench "$root/bin/svdserve_svd_bench" $quick --images "$SVDSERVE_TEST_IMAGES" --json "$out/json/svd.json"
+if wants e2e; then
+  # e2e_bench.sh expects a build tree; point one at the bundle's binaries.
+  fake=/tmp/svdserve-e2e-build && mkdir -p "$fake/client" "$fake/server"
+  ln -sf "$root/bin/svdserve-cli" "$fake/client/svdserve-cli"
+  ln -sf "$root/bin/svdserve" "$fake/server/svdserve"
+  E2E_DURATION="${E2E_DURATION:-3}" run e2e-bench bash tests/bench/e2e_bench.sh "$fake" "$out/json"
+fi
+tar -C "$out" -cf "$out/bench-json.tar" json && rm -rf "$out/json"
