@@ -150,7 +150,11 @@ TEST_P(GpuBackendTest, MatchesFloat64ReferenceAndCpuBackend) {
           ASSERT_LE(d, 1) << "pixel value " << p;
           differing += d != 0;
         }
-        EXPECT_LE(static_cast<double>(differing) / gpu_u8.size(), 0.01);
+        // The randomized SVD is held to its error bound (<= 1.001x optimal, checked above), not
+        // to the exact subspace: measured on the H100, 1.9-3.8% of baboon's u8 values at rank 16
+        // fall on the other side of a rounding boundary (each by one level) against LAPACK's.
+        const double most_differing = c.method == gpu::SvdMethod::randomized ? 0.06 : 0.01;
+        EXPECT_LE(static_cast<double>(differing) / gpu_u8.size(), most_differing);
       }
     }
   }

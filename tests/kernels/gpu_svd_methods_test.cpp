@@ -40,6 +40,9 @@ constexpr double kErrorRatioBound = 1.001;
 constexpr double kRandomizedPhotoSigmaTolerance = 1e-3;
 constexpr double kRandomizedPhotoErrorRatioBound = 1.01;
 constexpr double kFullRankRelativeBound = 1e-5;  // where the optimal error is 0
+// gesvdj stops at fp32 Jacobi convergence: its full-rank reconstructions measured 6e-5 of ||A||
+// on the H100 (known spectrum, 300x200), the reason the server does not use it.
+constexpr double kGesvdjFullRankRelativeBound = 1e-4;
 constexpr int kSmallRank = 5;
 
 // Column-major m x n matrices, m >= n.
@@ -220,7 +223,9 @@ TEST_P(GpuSvdMethodsTest, MatchesFloat64Lapack) {
         EXPECT_LE(error / optimal, ratio_bound)
             << "k " << k << ": error " << error << ", optimal " << optimal;
       } else {
-        EXPECT_LE(error, kFullRankRelativeBound * norm) << "k " << k << " (full rank)";
+        const double bound = c.method == gpu::SvdMethod::gesvdj ? kGesvdjFullRankRelativeBound
+                                                                : kFullRankRelativeBound;
+        EXPECT_LE(error, bound * norm) << "k " << k << " (full rank)";
       }
     }
   }
