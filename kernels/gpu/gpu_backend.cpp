@@ -9,6 +9,7 @@
 #include <future>
 #include <string>
 
+#include "kernels/cpu_worker_pool.hpp"
 #include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/completion_threads.hpp"
@@ -24,6 +25,9 @@ namespace {
 // The pool may briefly hold a batch more than the store's budget: factors are made before the
 // store evicts to fit them.
 constexpr double kPoolHeadroom = 1.1;
+
+// Host threads for copy-out: a handful of cores copy from pinned memory at PCIe speed or more.
+constexpr unsigned kCopyOutThreads = 4;
 
 // Makes options.device current on the calling thread (the device is per thread in CUDA).
 const GpuBackendOptions& on_device(const GpuBackendOptions& options) {
@@ -98,12 +102,12 @@ class GpuBackend final : public Backend {
       auto lease = std::make_shared<StreamPool::Lease>(streams_.acquire());
       auto staged = std::make_shared<StagedOutputs>(
           enqueue_reconstruct(**lease, items, options_.reconstruct_with_cublas));
-      completions_.post([lease = std::move(lease), staged = std::move(staged),
+      completions_.post([this, lease = std::move(lease), staged = std::move(staged),
                          done = std::move(done)]() mutable {
         std::exception_ptr failure;
         try {
           (*lease)->completed.synchronize();  // throws the batch's CUDA error, if any
-          copy_out(**lease, *staged);
+          copy_out(**lease, *staged, copy_workers_);
         } catch (...) {
           failure = std::current_exception();
         }
@@ -140,6 +144,8 @@ class GpuBackend final : public Backend {
   double identity_range_[2] = {1e300, 0.0};  // guarded by identity_mutex_
   std::unique_ptr<DeviceMemoryPool> pool_;
   std::string description_;
+  // Threads that copy reconstructions out of pinned staging (see copy_out).
+  WorkerPool copy_workers_{kCopyOutThreads};
   // Last: destroyed first, so every posted batch finishes while streams and pool still exist.
   CompletionThreads completions_{static_cast<unsigned>(streams_.size())};
 };

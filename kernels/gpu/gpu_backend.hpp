@@ -17,7 +17,7 @@ struct GpuBackendOptions {
   // Factor memory: budget_bytes, or memory_fraction of the device memory free at start.
   std::size_t budget_bytes = 0;
   double memory_fraction = 0.8;
-  SvdMethod svd_method = SvdMethod::gesvda_batched;
+  SvdMethod svd_method = SvdMethod::automatic;
   bool reconstruct_with_cublas = false;  // the fallback path instead of the fused kernel
 };
 

@@ -116,13 +116,29 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
   return staged;
 }
 
-void copy_out(const StreamContext& context, const StagedOutputs& staged) {
+void copy_out(const StreamContext& context, const StagedOutputs& staged, WorkerPool& workers) {
   trace::ScopedRange stage("copy_out");
+  constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
+  struct Piece {
+    std::byte* destination;
+    const std::byte* source;
+    std::size_t bytes;
+  };
+  std::vector<Piece> pieces;
   for (const StagedOutput& output : staged) {
-    std::memcpy(output.destination.data(),
-                context.staging_out.as<std::byte>() + output.staging_offset,
-                output.destination.size());
+    const std::byte* source = context.staging_out.as<std::byte>() + output.staging_offset;
+    for (std::size_t at = 0; at < output.destination.size(); at += kPieceBytes) {
+      pieces.push_back({output.destination.data() + at, source + at,
+                        std::min(kPieceBytes, output.destination.size() - at)});
+    }
   }
+  if (pieces.size() == 1) {
+    std::memcpy(pieces[0].destination, pieces[0].source, pieces[0].bytes);
+    return;
+  }
+  workers.run(pieces.size(), [&](std::size_t index, unsigned) {
+    std::memcpy(pieces[index].destination, pieces[index].source, pieces[index].bytes);
+  });
 }
 
 }  // namespace svdserve::gpu

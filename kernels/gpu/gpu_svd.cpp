@@ -14,6 +14,7 @@ namespace svdserve::gpu {
 
 const char* method_name(SvdMethod method) noexcept {
   switch (method) {
+    case SvdMethod::automatic: return "automatic";
     case SvdMethod::gesvda_batched: return "gesvda_batched";
     case SvdMethod::gesvd: return "gesvd";
     case SvdMethod::gesvda_unchecked: return "gesvda_unchecked";
@@ -43,6 +44,10 @@ SvdReport GpuSvdSolver::solve(const SvdBatch& batch, SvdMethod method, const Svd
   if (batch.m < batch.n || batch.rank < 1 || batch.rank > batch.n || batch.count < 1) {
     throw InternalError("invalid SVD batch shape m=" + std::to_string(batch.m) +
                         " n=" + std::to_string(batch.n) + " rank=" + std::to_string(batch.rank));
+  }
+  if (method == SvdMethod::automatic) {
+    method = batch.rank <= RandomizedSvd::kMaxSketchColumns ? SvdMethod::randomized
+                                                            : SvdMethod::gesvda_batched;
   }
   SvdReport report;
   std::vector<int> per_matrix;

@@ -27,7 +27,18 @@ namespace svdserve::gpu {
 
 // randomized: our batched randomized SVD (randomized_svd.hpp) for the whole batch; a batch it
 // cannot do (rank above its sketch limit, or a failure it reports) is redone with Xgesvd.
-enum class SvdMethod { gesvda_batched, gesvd, gesvda_unchecked, gesvdj, gesvdr, randomized };
+// automatic: the server's choice, by measurement on the H100 (docs/PERFORMANCE.md, "Decompose"):
+// randomized up to its sketch limit (fastest at every size for max ranks 64 and 128, rank-k error
+// within 1.0001x optimal), gesvda_batched above it (full-rank batches pass its check).
+enum class SvdMethod {
+  automatic,
+  gesvda_batched,
+  gesvd,
+  gesvda_unchecked,
+  gesvdj,
+  gesvdr,
+  randomized
+};
 
 class RandomizedSvd;
 
