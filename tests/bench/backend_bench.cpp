@@ -24,6 +24,7 @@
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/gpu/gpu_backend.hpp"
+#include "tests/bench/bench_limits.hpp"
 
 namespace {
 
@@ -65,28 +66,6 @@ double seconds_per_call(F&& call, int repeats) {
   return std::chrono::duration<double>(Clock::now() - start).count() / repeats;
 }
 
-double pinned_d2h_gb_per_s() {
-  const std::size_t bytes = std::size_t{256} << 20;
-  gpu::DeviceBuffer device(bytes);
-  gpu::PinnedBuffer host(bytes);
-  gpu::Stream stream;
-  gpu::Event start(true), stop(true);
-  SVDSERVE_CUDA_CHECK(cudaMemsetAsync(device.data(), 1, bytes, stream.view().value()));
-  for (int warm = 0; warm < 2; ++warm) {
-    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(host.data(), device.data(), bytes, cudaMemcpyDeviceToHost,
-                                        stream.view().value()));
-  }
-  start.record(stream.view());
-  constexpr int kRepeats = 5;
-  for (int r = 0; r < kRepeats; ++r) {
-    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(host.data(), device.data(), bytes, cudaMemcpyDeviceToHost,
-                                        stream.view().value()));
-  }
-  stop.record(stream.view());
-  stop.synchronize();
-  return kRepeats * bytes / (gpu::Event::elapsed_ms(start, stop) * 1e-3) / 1e9;
-}
-
 struct Row {
   std::string what;
   uint32_t size, channels, batch, rank;
@@ -109,11 +88,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<Row> rows;
-  const double d2h = pinned_d2h_gb_per_s();
+  const double d2h = bench::pinned_d2h_gb_per_s();
   std::printf("pinned D2H bandwidth: %.1f GB/s\n", d2h);
 
   gpu::GpuBackendOptions gesvda_options;
   gesvda_options.streams = 1;
+  gesvda_options.svd_method = gpu::SvdMethod::gesvda_batched;
   gpu::GpuBackendOptions gesvd_options = gesvda_options;
   gesvd_options.svd_method = gpu::SvdMethod::gesvd;
   gpu::GpuBackendOptions cublas_options = gesvda_options;
