@@ -237,19 +237,26 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
     case FusedVariant::automatic: return "automatic";
     case FusedVariant::tile64: return "tile64";
     case FusedVariant::tile128: return "tile128";
+    case FusedVariant::low_rank: return "low_rank";
   }
   return "unknown";
 }
 
-// From this rank up tile128 wins (a prediction until the bench says otherwise: below it the
-// kernel is store- and rounding-bound and tile64's smaller tiles keep more blocks in flight).
-constexpr uint32_t kTile128MinRank = 32;
-
+// Rank cut-offs from the first H100 run of svdserve_reconstruct_bench (tile64/tile128 only):
+// tile128 beat tile64 from k = 64 up (and tied at k <= 16), so it takes everything low_rank
+// cannot. low_rank is predicted to win wherever it applies (k <= 16: store- and latency-bound);
+// its limit is its shared-memory design, not a measurement.
 FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
                                uint32_t max_rank) noexcept {
-  if (pixels == OutputPixels::f32) return FusedVariant::tile64;  // tile128 is u8 only
-  if (requested != FusedVariant::automatic) return requested;
-  return max_rank >= kTile128MinRank ? FusedVariant::tile128 : FusedVariant::tile64;
+  if (pixels == OutputPixels::f32) return FusedVariant::tile64;  // the others are u8 only
+  const bool low_rank_fits = max_rank <= fused_low_rank_max_rank();
+  switch (requested) {
+    case FusedVariant::tile64:
+    case FusedVariant::tile128: return requested;
+    case FusedVariant::low_rank:
+    case FusedVariant::automatic: break;
+  }
+  return low_rank_fits ? FusedVariant::low_rank : FusedVariant::tile128;
 }
 
 void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
@@ -264,7 +271,9 @@ void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t coun
     throw InvalidArgument("fused reconstruction: " + std::to_string(count) + " tasks of height " +
                           std::to_string(shape.height) + " exceed one launch's grid");
   }
-  if (chosen == FusedVariant::tile128) {
+  if (chosen == FusedVariant::low_rank) {
+    launch_fused_low_rank_u8(tasks_device, count, shape, stream);
+  } else if (chosen == FusedVariant::tile128) {
     launch_fused_tile128_u8(tasks_device, count, shape, stream);
   } else {
     launch_fused_tile64(tasks_device, count, shape, pixels, stream);

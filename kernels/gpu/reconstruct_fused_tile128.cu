@@ -9,7 +9,7 @@
 //    registers: per k, 4 float4 shared loads feed 64 FMAs (tile64: 2 feed 16);
 //  - a warp covers 4 x 8 threads, so each float4 shared load of a warp touches 64 or 128
 //    contiguous bytes: one wavefront, no bank conflicts;
-//  - k advances in slices of 8, double-buffered in shared memory, and the pipeline runs across
+//  - k advances in slices of 16, double-buffered in shared memory, and the pipeline runs across
 //    channels too (step = channel x slice), so there is one __syncthreads per slice and no
 //    pipeline restart per channel;
 //  - when a channel's last slice is done, its patch is rounded into the shared staging tile, and
@@ -17,10 +17,10 @@
 // Summation per output is k = 0, 1, ..., rank - 1, one fmaf each, from 0: the same order as
 // tile64, so the two variants give bit-identical pixels.
 //
-// Expected on an H100 (to be checked with svdserve_reconstruct_bench): k = 256 FMA-bound at
-// ~80-85% of FP32 FMA peak; k = 64 ~70-80% (rounding, staging and copy-out cost ~10% of issue
-// slots, the 2-blocks/SM occupancy hides part of the copy-out); k <= 16 store- and
-// overhead-bound, no better than tile64.
+// Measured on an H100 with 8-deep slices: k = 256 at 58% of FP32 FMA peak, k = 64 at 50%. The
+// one-slice prefetch then covered ~1 us of FMAs, about one L2 round trip under load; 16-deep
+// slices double that and halve the syncs (predicted: k = 256 ~70%, k = 64 ~60-65%). Rounding is
+// round_to_u8_bits (reconstruct_tile_io.cuh): bit-identical, two FMNMX fewer per pixel.
 //
 // u8 only: an f32 staging tile of 128 x 128 x 4 channels (256 KiB) would not fit shared memory;
 // f32 outputs take tile64 (see reconstruct_fused.cu).
@@ -33,7 +33,6 @@
 
 #include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
-#include "kernels/gpu/pixel_convert.cuh"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 
@@ -45,7 +44,9 @@ using detail::kVectorFloats;
 
 constexpr uint32_t kTile = 128;         // pixels per tile side
 constexpr uint32_t kHalfTile = kTile / 2;  // the second quad of a patch starts here
-constexpr uint32_t kSliceDepth = 8;     // k per shared-memory slice
+// k per shared-memory slice. 16 rather than 8: a slice's FMAs (~2 us at 2 blocks/SM) then cover
+// the global (mostly L2) latency of the next slice's prefetch, with half the __syncthreads.
+constexpr uint32_t kSliceDepth = 16;
 constexpr uint32_t kQuad = 4;           // a patch is 2 x 2 quads of 4 x 4
 constexpr uint32_t kPatch = 2 * kQuad;  // 8 x 8 outputs per thread, per channel
 constexpr uint32_t kThreadsPerSide = kTile / kPatch;  // 16 x 16 threads
@@ -59,9 +60,18 @@ constexpr uint32_t kMaxChannels = 4;
 constexpr std::size_t kSharedBytesWithoutOptIn = 48 * 1024;
 
 static_assert(kThreads == 256);
-// The slice loader gives each thread one float4 of US and one of V.
-static_assert(kSliceDepth * kTile == kVectorFloats * kThreads);
+// The slice loader gives each thread kLoadsPerThread float4 of US and as many of V, the k rows
+// kLoadRowStride apart.
+constexpr uint32_t kLoadsPerThread = kSliceDepth * kTile / (kVectorFloats * kThreads);
+static_assert(kLoadsPerThread * kVectorFloats * kThreads == kSliceDepth * kTile);
 constexpr uint32_t kLoadersPerSliceRow = kTile / kVectorFloats;
+constexpr uint32_t kLoadRowStride = kThreads / kLoadersPerSliceRow;
+
+// This thread's share of one slice (k from k0) of a channel's factors, in flight.
+struct SliceLoad {
+  float4 us[kLoadsPerThread];
+  float4 v[kLoadsPerThread];
+};
 
 using Slice = float[kSliceDepth][kTile];
 using Patch = float[kPatch][kPatch];
@@ -153,12 +163,27 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 
   // Prologue: step 0 (channel 0, slice 0) into buffer 0.
   ChannelFactors next = channel_factors(task, 0, height, width);
-  float4 us_next =
-      detail::load_four(next.us, height, load_k, rank, row0 + load_element, height, next.us_aligned);
-  float4 v_next =
-      detail::load_four(next.v, width, load_k, rank, col0 + load_element, width, next.v_aligned);
-  *reinterpret_cast<float4*>(&us_slices[0][load_k][load_element]) = us_next;
-  *reinterpret_cast<float4*>(&v_slices[0][load_k][load_element]) = v_next;
+  const auto load_slice = [&](const ChannelFactors& f, uint32_t k0) {
+    SliceLoad load;
+#pragma unroll
+    for (uint32_t i = 0; i < kLoadsPerThread; ++i) {
+      const uint32_t k = k0 + load_k + i * kLoadRowStride;
+      load.us[i] = detail::load_four(f.us, height, k, rank, row0 + load_element, height,
+                                     f.us_aligned);
+      load.v[i] = detail::load_four(f.v, width, k, rank, col0 + load_element, width, f.v_aligned);
+    }
+    return load;
+  };
+  const auto store_slice = [&](const SliceLoad& load, uint32_t buffer) {
+#pragma unroll
+    for (uint32_t i = 0; i < kLoadsPerThread; ++i) {
+      const uint32_t kk = load_k + i * kLoadRowStride;
+      *reinterpret_cast<float4*>(&us_slices[buffer][kk][load_element]) = load.us[i];
+      *reinterpret_cast<float4*>(&v_slices[buffer][kk][load_element]) = load.v[i];
+    }
+  };
+  SliceLoad in_flight = load_slice(next, 0);
+  store_slice(in_flight, 0);
   __syncthreads();
 
   Patch acc = {};
@@ -176,11 +201,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
         ++next_channel;
         next = channel_factors(task, next_channel, height, width);
       }
-      const uint32_t k = next_slice * kSliceDepth + load_k;
-      us_next = detail::load_four(next.us, height, k, rank, row0 + load_element, height,
-                                  next.us_aligned);
-      v_next = detail::load_four(next.v, width, k, rank, col0 + load_element, width,
-                                 next.v_aligned);
+      in_flight = load_slice(next, next_slice * kSliceDepth);
     }
     const Slice& us_slice = us_slices[buffer];
     const Slice& v_slice = v_slices[buffer];
@@ -208,7 +229,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
             channel;
 #pragma unroll
         for (uint32_t c = 0; c < kPatch; ++c) {
-          stage_row[patch_offset(quad_col, c) * kChannels] = detail::to_pixel<uint8_t>(acc[r][c]);
+          stage_row[patch_offset(quad_col, c) * kChannels] =
+              static_cast<uint8_t>(detail::round_to_u8_bits(acc[r][c]));
           acc[r][c] = 0.0F;
         }
       }
@@ -217,8 +239,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
 
     if (more) {
-      *reinterpret_cast<float4*>(&us_slices[buffer ^ 1U][load_k][load_element]) = us_next;
-      *reinterpret_cast<float4*>(&v_slices[buffer ^ 1U][load_k][load_element]) = v_next;
+      store_slice(in_flight, buffer ^ 1U);
     }
     __syncthreads();
   }

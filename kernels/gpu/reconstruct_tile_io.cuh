@@ -51,6 +51,19 @@ __device__ __forceinline__ float4 load_four(const float* __restrict__ factor, ui
   return four;
 }
 
+// round_to_u8 (pixel_rounding.hpp) in two instructions, bit for bit: FADD then one
+// cvt.rzi.sat.u8.f32 (truncate, saturate to 0..255, NaN -> 0). Clamping after the + 0.5 gives the
+// same byte: inside (0, 255) the sum is the same float; at or above 255 both give 255; at or below
+// 0 the sum is <= 0.5 and truncates (or saturates) to 0. The plain form costs two FMNMX more per
+// value, which at small ranks is a large share of the kernel's issue slots.
+// svdserve_reconstruct_bench checks this against round_to_u8 for all 2^32 floats.
+// Returns the byte in the low 8 bits (upper bits zero), ready for __byte_perm packing.
+__device__ __forceinline__ uint32_t round_to_u8_bits(float value) {
+  uint32_t byte;
+  asm("cvt.rzi.sat.u8.f32 %0, %1;" : "=r"(byte) : "f"(value + 0.5F));
+  return byte;
+}
+
 // Output stores go through __stwb (st.global.wb, the default caching): task.out is loaded from
 // memory, so without it the compiler cannot prove the address global and emits generic stores.
 

@@ -9,9 +9,11 @@
 //  - fused vs cuBLAS u8: they sum in different orders, so a value within a few ulps of a .5
 //    boundary may round either way. Differences must be exactly 1 level and at most 0.1% of the
 //    values (at least one allowed, for the tiny images);
-//  - fused variants (tile64, tile128) sum in the same order: their u8 outputs must be identical.
-// Every fused variant runs explicitly on every case (tile128 runs u8 only; f32 asks for it run
-// tile64 by contract), and the automatic choice is what the backend uses.
+//  - fused variants (tile64, tile128, low_rank) sum in the same order: their u8 outputs must be
+//    identical.
+// Every fused variant runs explicitly on every case (tile128 and low_rank run u8 only, low_rank
+// ranks <= 16 only; other requests run tile64 or tile128 by contract), and the automatic choice
+// is what the backend uses.
 // Every output value is checked to be written: u8 runs twice, over poison bytes 0xAB and 0x54,
 // and both runs must agree; f32 runs over all-ones bytes (a NaN) and must hold no NaN. Guard
 // bytes before and after the outputs must keep their poison.
@@ -164,20 +166,29 @@ std::string position(const ImageShape& shape, std::size_t index) {
 // ---------------------------------------------------------------------------------------------
 // Running the two paths
 
-enum class Path { fused_tile64, fused_tile128, cublas };
-constexpr Path kPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::cublas};
+enum class Path { fused_tile64, fused_tile128, fused_low_rank, cublas };
+constexpr Path kPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::fused_low_rank,
+                           Path::cublas};
+constexpr Path kFusedPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::fused_low_rank};
 
 const char* path_name(Path path) {
   switch (path) {
     case Path::fused_tile64: return "fused tile64";
     case Path::fused_tile128: return "fused tile128";
+    case Path::fused_low_rank: return "fused low_rank";
     case Path::cublas: return "cuBLAS";
   }
   return "?";
 }
 
 gpu::FusedVariant variant_of(Path path) {
-  return path == Path::fused_tile128 ? gpu::FusedVariant::tile128 : gpu::FusedVariant::tile64;
+  switch (path) {
+    case Path::fused_tile128: return gpu::FusedVariant::tile128;
+    case Path::fused_low_rank: return gpu::FusedVariant::low_rank;
+    case Path::fused_tile64:
+    case Path::cublas: break;
+  }
+  return gpu::FusedVariant::tile64;
 }
 
 struct DeviceFactors {
@@ -284,7 +295,8 @@ class GpuReconstructTest : public ::testing::Test {
     std::vector<const DeviceFactors*> pointers;
     for (const DeviceFactors& d : device) pointers.push_back(&d);
 
-    std::vector<RunOutput> u8_outputs;  // in kPaths order
+    std::vector<RunOutput> u8_outputs;  // in kPaths order: the fused paths, then cuBLAS
+    static_assert(kPaths[std::size(kPaths) - 1] == Path::cublas);
     for (const Path path : kPaths) {
       SCOPED_TRACE(path_name(path));
       const RunOutput u8 = run(path, pointers, ranks, shape, OutputPixels::u8, lead_values, kPoisonA);
@@ -303,10 +315,12 @@ class GpuReconstructTest : public ::testing::Test {
     }
     for (std::size_t t = 0; t < host.size(); ++t) {
       SCOPED_TRACE("task " + std::to_string(t) + ", rank " + std::to_string(ranks[t]));
-      EXPECT_TRUE(std::ranges::equal(u8_outputs[0].u8(t), u8_outputs[1].u8(t)))
-          << "fused tile64 and tile128 u8 outputs differ";
-      check_paths_agree(shape, u8_outputs[0].u8(t), u8_outputs[2].u8(t));
-      check_paths_agree(shape, u8_outputs[1].u8(t), u8_outputs[2].u8(t));
+      const RunOutput& cublas = u8_outputs.back();
+      for (std::size_t f = 0; f < std::size(kFusedPaths); ++f) {
+        EXPECT_TRUE(std::ranges::equal(u8_outputs[0].u8(t), u8_outputs[f].u8(t)))
+            << "fused tile64 and " << path_name(kFusedPaths[f]) << " u8 outputs differ";
+        check_paths_agree(shape, u8_outputs[f].u8(t), cublas.u8(t));
+      }
     }
   }
 
@@ -406,10 +420,15 @@ std::vector<ShapeCase> shape_cases() {
   add("rank_256", ImageShape{4096, 260, 3}, 256);
   add("rank_256", ImageShape{300, 257, 4}, 256);
   add("hd_strip", ImageShape{1920, 70, 3}, 64);
+  // low_rank: more tiles than resident blocks (each block walks several, across the tasks'
+  // rows), and the byte-wise staging path of unaligned rows (odd width) below.
+  add("hd_low_rank", ImageShape{1920, 1080, 3}, 16);
+  add("hd_low_rank", ImageShape{1920, 1080, 4}, 3);
   // Odd width: no row of the output starts 16-byte aligned in a regular pattern.
   for (const uint32_t channels : {1U, 3U}) {
     const ImageShape shape{333, 130, channels};
     add("odd_width", shape, 37);
+    add("odd_width", shape, 9);
     add("odd_width", shape, shape.full_rank());
   }
   return cases;
@@ -513,17 +532,29 @@ TEST_F(GpuReconstructTest, FusedRejectsMoreThanFourChannels) {
 TEST(FusedVariantChoice, ByOutputTypeAndRank) {
   using gpu::FusedVariant;
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 1),
-            FusedVariant::tile64);
+            FusedVariant::low_rank);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 16),
+            FusedVariant::low_rank);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 17),
+            FusedVariant::tile128);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 256),
             FusedVariant::tile128);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::low_rank, OutputPixels::u8, 16),
+            FusedVariant::low_rank);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::low_rank, OutputPixels::u8, 64),
+            FusedVariant::tile128)
+      << "low_rank holds ranks <= 16 only";
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 1),
             FusedVariant::tile128);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile64, OutputPixels::u8, 256),
             FusedVariant::tile64);
   for (const FusedVariant requested :
-       {FusedVariant::automatic, FusedVariant::tile64, FusedVariant::tile128}) {
-    EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, 256), FusedVariant::tile64)
-        << "tile128 is u8 only";
+       {FusedVariant::automatic, FusedVariant::tile64, FusedVariant::tile128,
+        FusedVariant::low_rank}) {
+    for (const uint32_t rank : {1U, 256U}) {
+      EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, rank), FusedVariant::tile64)
+          << "tile128 and low_rank are u8 only";
+    }
   }
 }
 
