@@ -18,6 +18,8 @@ std::unique_ptr<Backend> make_gpu(const v1::ServerConfig& config) {
   options.streams = config.gpu_streams();
   options.budget_bytes = config.memory_budget_bytes();
   options.memory_fraction = config.gpu_memory_fraction();
+  options.svd_method = config.gpu_svd() == v1::GPU_SVD_EXACT ? gpu::SvdMethod::gesvd
+                                                             : gpu::SvdMethod::automatic;
   return gpu::make_gpu_backend(options);
 }
 #endif

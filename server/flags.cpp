@@ -44,6 +44,12 @@ const std::map<std::string, Setter>& setters() {
       {"log-level", [](auto& c, auto&, auto& v) { c.set_log_level(v); }},
       {"metrics-port", [](auto& c, auto& f, auto& v) { c.set_metrics_port(static_cast<uint32_t>(parse_number(f, v))); }},
       {"gpu-streams", [](auto& c, auto& f, auto& v) { c.set_gpu_streams(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"gpu-svd", [](auto& c, auto& f, auto& v) {
+         if (v != "automatic" && v != "exact") {
+           throw InvalidArgument("--" + f + " must be automatic or exact, got '" + v + "'");
+         }
+         c.set_gpu_svd(v == "exact" ? v1::GPU_SVD_EXACT : v1::GPU_SVD_AUTOMATIC);
+       }},
       {"drain-timeout-ms", [](auto& c, auto& f, auto& v) { c.set_drain_timeout_ms(static_cast<uint32_t>(parse_number(f, v))); }},
   };
   return table;
@@ -95,6 +101,7 @@ usage: svdserve [--config FILE] [flags]
   --queue-capacity N        jobs per pipeline queue
   --memory-budget-mib N     factor store budget
   --gpu-streams N           CUDA streams (GPU backend)
+  --gpu-svd automatic|exact GPU decompose: randomized (fast) or Xgesvd (LAPACK accuracy)
   --metrics-port N          Prometheus /metrics port (0: off)
   --drain-timeout-ms N      graceful shutdown limit
   --log-level LEVEL         trace, debug, info, warn, error

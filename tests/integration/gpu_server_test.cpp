@@ -29,16 +29,41 @@ class GpuServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+    cpu_server_ = start(test_config());
+    cpu_ = connect(*cpu_server_);
+    start_gpu(v1::GPU_SVD_EXACT);
+  }
+
+  void start_gpu(v1::GpuSvd method) {
+    gpu_.reset();
+    gpu_server_.reset();
     v1::ServerConfig gpu_config = test_config();
     gpu_config.set_backend(v1::BACKEND_KIND_GPU);
+    gpu_config.set_gpu_svd(method);
     gpu_config.set_memory_budget_bytes(std::size_t{1} << 30);
     gpu_server_ = start(gpu_config);
-    cpu_server_ = start(test_config());
+    gpu_ = connect(*gpu_server_);
+  }
+
+  static std::unique_ptr<Client> connect(const Server& server) {
     ClientOptions options;
     options.wait_for_ready = true;
-    gpu_ = std::make_unique<Client>("127.0.0.1:" + std::to_string(gpu_server_->port()), options);
-    cpu_ = std::make_unique<Client>("127.0.0.1:" + std::to_string(cpu_server_->port()), options);
+    return std::make_unique<Client>("127.0.0.1:" + std::to_string(server.port()), options);
   }
+
+  // Tolerances of the GPU server's answers against the CPU server's (LAPACK sgesdd).
+  struct Agreement {
+    double sigma_of_largest = 1e-4;  // |s_gpu - s_cpu| <= this * s_0 + ...
+    double sigma_of_itself = 0.0;    // ... + this * s_cpu
+    double error_squared = 1e-3;     // relative, on relative_error^2 (+ 5e-6 absolute)
+    int max_level_difference = 1;
+    double max_fraction_differing = 0.01;
+  };
+
+  // Decomposes every sample image on both servers at max rank 64 and compares singular values,
+  // reported errors and u8 reconstructions at ranks 1, 10, 64. Returns the fraction of u8 values
+  // that differ.
+  double compare_with_cpu(const Agreement& agreement);
 
   static std::unique_ptr<Server> start(v1::ServerConfig config) {
     apply_defaults(config);
@@ -52,10 +77,9 @@ class GpuServerTest : public ::testing::Test {
   std::unique_ptr<Client> gpu_, cpu_;
 };
 
-TEST_F(GpuServerTest, AgreesWithTheCpuBackendOnEverySampleImage) {
+double GpuServerTest::compare_with_cpu(const Agreement& agreement) {
   auto info = gpu_->server_info();
-  ASSERT_TRUE(info.ok());
-  ASSERT_EQ(info->backend(), "gpu");
+  EXPECT_TRUE(info.ok() && info->backend() == "gpu");
   std::size_t pixels = 0, differing = 0;
   for (const auto& entry : std::filesystem::directory_iterator(svdserve::test::test_images_dir())) {
     const std::string name = entry.path().filename().string();
@@ -63,38 +87,68 @@ TEST_F(GpuServerTest, AgreesWithTheCpuBackendOnEverySampleImage) {
     const std::string bytes = read_file_bytes(entry.path().string());
     auto g = gpu_->decompose(bytes, 64, name);
     auto c = cpu_->decompose(bytes, 64, name);
-    ASSERT_TRUE(g.ok()) << g.status().error_message();
-    ASSERT_TRUE(c.ok()) << c.status().error_message();
-    ASSERT_EQ(g->rank_kept(), c->rank_kept());
-    ASSERT_EQ(g->singular_values_size(), c->singular_values_size());
+    if (!g.ok() || !c.ok() || g->rank_kept() != c->rank_kept() ||
+        g->singular_values_size() != c->singular_values_size()) {
+      ADD_FAILURE() << "decompose answers differ in kind";
+      return 1.0;
+    }
     for (int ch = 0; ch < g->singular_values_size(); ++ch) {
       const auto& gs = g->singular_values(ch).values();
       const auto& cs = c->singular_values(ch).values();
-      for (int k = 0; k < gs.size(); ++k) ASSERT_NEAR(gs[k], cs[k], 1e-4 * cs[0] + 1e-6);
+      for (int k = 0; k < gs.size(); ++k) {
+        EXPECT_NEAR(gs[k], cs[k],
+                    agreement.sigma_of_largest * cs[0] + agreement.sigma_of_itself * cs[k] + 1e-6)
+            << "channel " << ch << " k " << k;
+      }
     }
     for (uint32_t rank : {1u, 10u, 64u}) {
       auto gr = gpu_->reconstruct(name, Rank{rank});
       auto cr = cpu_->reconstruct(name, Rank{rank});
-      ASSERT_TRUE(gr.ok() && cr.ok());
+      if (!gr.ok() || !cr.ok() || gr->pixels().size() != cr->pixels().size()) {
+        ADD_FAILURE() << "reconstruct answers differ in kind at rank " << rank;
+        return 1.0;
+      }
       // The errors come from sum(S^2) against ||A||^2: compare squares, to fp32 accuracy.
       const double g2 = gr->relative_error() * gr->relative_error();
       const double c2 = cr->relative_error() * cr->relative_error();
-      EXPECT_NEAR(g2, c2, 5e-6 + 1e-3 * c2) << "rank " << rank;
-      ASSERT_EQ(gr->pixels().size(), cr->pixels().size());
+      EXPECT_NEAR(g2, c2, 5e-6 + agreement.error_squared * c2) << "rank " << rank;
       for (std::size_t p = 0; p < gr->pixels().size(); ++p) {
         const int d = std::abs(int(uint8_t(gr->pixels()[p])) - int(uint8_t(cr->pixels()[p])));
-        ASSERT_LE(d, 1) << "rank " << rank << " value " << p;
+        if (d > agreement.max_level_difference) {
+          ADD_FAILURE() << "rank " << rank << " value " << p << " differs by " << d;
+          return 1.0;
+        }
         differing += d != 0;
       }
       pixels += gr->pixels().size();
     }
   }
   const double fraction = static_cast<double>(differing) / pixels;
-  RecordProperty("values_differing_by_one", std::to_string(fraction));
-  std::printf("GPU vs CPU: %zu of %zu u8 values differ by one grey level (%.4f%%)\n", differing,
-              pixels, 100.0 * fraction);
-  EXPECT_LE(fraction, 0.01);
+  std::printf("GPU vs CPU: %zu of %zu u8 values differ (%.4f%%)\n", differing, pixels,
+              100.0 * fraction);
+  EXPECT_LE(fraction, agreement.max_fraction_differing);
+  return fraction;
 }
+
+// gpu_svd: exact (Xgesvd) gives LAPACK's singular values: the CPU's to 1e-4 of the largest.
+TEST_F(GpuServerTest, ExactSvdAgreesWithTheCpuBackendOnEverySampleImage) {
+  RecordProperty("values_differing", std::to_string(compare_with_cpu(Agreement{})));
+}
+
+// gpu_svd: automatic (the randomized SVD) is held to what it promises: the top singular values
+// to 1e-4 of the largest, those near the max rank to 2 % of themselves, reported errors and
+// pixels close to LAPACK's (its rank-k error is within 1.001x the optimum: tests/kernels).
+TEST_F(GpuServerTest, AutomaticSvdAgreesWithTheCpuBackendWithinItsTolerances) {
+  start_gpu(v1::GPU_SVD_AUTOMATIC);
+  Agreement randomized;
+  randomized.sigma_of_itself = 0.02;
+  randomized.error_squared = 2e-2;
+  randomized.max_level_difference = 2;
+  randomized.max_fraction_differing = 0.08;
+  RecordProperty("values_differing", std::to_string(compare_with_cpu(randomized)));
+}
+
+
 
 TEST_F(GpuServerTest, ProfilingWindowsOpenAndClose) {
   EXPECT_TRUE(gpu_->start_profiling().ok());

@@ -49,7 +49,7 @@ TEST(Flags, OverridesReachTheConfig) {
              "127.0.0.1:6000", "--backend=cpu", "--workers", "8", "--loaders=3",
              "--max-batch-size", "32", "--max-queue-delay-us", "250", "--queue-capacity", "64",
              "--memory-budget-mib", "2", "--log-level", "debug", "--metrics-port", "9100",
-             "--gpu-streams", "2", "--drain-timeout-ms", "1500"});
+             "--gpu-streams", "2", "--gpu-svd", "exact", "--drain-timeout-ms", "1500"});
   EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
   EXPECT_EQ(command_line.load_dir, "/data");
 
@@ -67,8 +67,16 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_EQ(config.log_level(), "debug");
   EXPECT_EQ(config.metrics_port(), 9100u);
   EXPECT_EQ(config.gpu_streams(), 2u);
+  EXPECT_EQ(config.gpu_svd(), v1::GPU_SVD_EXACT);
   EXPECT_EQ(config.drain_timeout_ms(), 1500u);
   EXPECT_EQ(config.max_rank(), 77u);
+}
+
+TEST(Flags, GpuSvdNamesTheMethodsItKnows) {
+  v1::ServerConfig config;
+  apply_overrides(parse({"--gpu-svd=automatic"}), config);
+  EXPECT_EQ(config.gpu_svd(), v1::GPU_SVD_AUTOMATIC);
+  EXPECT_THROW(apply_overrides(parse({"--gpu-svd", "fast"}), config), InvalidArgument);
 }
 
 TEST(Flags, LaterFlagsWin) {
@@ -144,7 +152,7 @@ TEST(Flags, UsageMentionsEveryFlag) {
   for (const char* flag :
        {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders",
         "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
-        "--gpu-streams", "--metrics-port", "--drain-timeout-ms", "--log-level", "--version",
+        "--gpu-streams", "--gpu-svd", "--metrics-port", "--drain-timeout-ms", "--log-level", "--version",
         "--help"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
