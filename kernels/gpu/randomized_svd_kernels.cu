@@ -18,16 +18,14 @@ namespace {
 
 constexpr int kElementwiseThreads = 256;
 constexpr int kMaxElementwiseBlocks = 4096;
-constexpr int kCholeskyThreads = 256;
+constexpr int kWarpSize = 32;
+constexpr int kCholeskyThreads = 256;  // a multiple of kWarpSize
 constexpr int kJacobiThreads = 512;
 constexpr int kNormaliseThreads = 256;
 // Relative to the largest Gram diagonal. A float64 Gram of fp32 columns resolves residual norms
 // down to ~1e-14 of the largest (fp32 noise squared); below this a column is a combination of
 // the previous ones and is dropped rather than amplified.
 constexpr double kPivotTolerance = 1e-13;
-// Rotate when |g_pq| > tol sqrt(g_pp g_qq): the off-diagonal mass left is below float64 noise of
-// the diagonal, so eigenvalues are as accurate as the Gram matrix itself.
-constexpr double kJacobiTolerance = 1e-14;
 // Cyclic Jacobi converges quadratically; 6-10 sweeps are typical at l <= 160.
 constexpr int kMaxJacobiSweeps = 40;
 
@@ -87,6 +85,9 @@ __global__ void cholesky_inverse_kernel(const double* gram_batch, float* r_inver
   float* r_inverse = r_inverse_batch + blockIdx.x * matrix_values;
   const int tid = static_cast<int>(threadIdx.x);
   const int threads = static_cast<int>(blockDim.x);
+  const int warp = tid / kWarpSize;
+  const int lane = tid % kWarpSize;
+  const int warps = threads / kWarpSize;
 
   if (tid == 0) not_finite = 0;
   __syncthreads();
@@ -120,12 +121,11 @@ __global__ void cholesky_inverse_kernel(const double* gram_batch, float* r_inver
       row[k] = value;
     }
     __syncthreads();
-    const int trailing = l - j - 1;
-    if (live && trailing > 0) {
-      for (int idx = tid; idx < trailing * trailing; idx += threads) {
-        const int i = j + 1 + idx % trailing;
-        const int k = j + 1 + idx / trailing;
-        if (i <= k) g[i + k * l] -= row[i] * row[k];
+    // A warp per column k, lanes over its rows i <= k: no integer division, no idle half.
+    if (live) {
+      for (int k = j + 1 + warp; k < l; k += warps) {
+        const double row_k = row[k];
+        for (int i = j + 1 + lane; i <= k; i += kWarpSize) g[i + k * l] -= row[i] * row_k;
       }
     }
     __syncthreads();
@@ -200,8 +200,8 @@ __device__ __forceinline__ void round_robin_pair(int step, int k, int lp, int& p
   q = max(a, b);
 }
 
-__global__ void jacobi_kernel(const double* gram_batch, int l, int rank, float* values_batch,
-                              float* vectors_batch, int* info) {
+__global__ void jacobi_kernel(const double* gram_batch, int l, int rank, double tolerance,
+                              float* values_batch, float* vectors_batch, int* info) {
   extern __shared__ double shared[];
   const JacobiLayout layout(l);
   const int lp = layout.lp;
@@ -245,7 +245,7 @@ __global__ void jacobi_kernel(const double* gram_batch, int l, int rank, float* 
         const double apq = g[packed_index(p, q)];
         double c = 1.0;
         double s = 0.0;
-        if (apq != 0.0 && fabs(apq) > kJacobiTolerance * sqrt(fabs(app) * fabs(aqq))) {
+        if (apq != 0.0 && fabs(apq) > tolerance * sqrt(fabs(app) * fabs(aqq))) {
           // Golub & Van Loan, sym.schur2: the smaller rotation angle.
           const double tau = (aqq - app) / (2.0 * apq);
           const double t = (tau >= 0.0 ? 1.0 : -1.0) / (fabs(tau) + sqrt(1.0 + tau * tau));
@@ -259,10 +259,17 @@ __global__ void jacobi_kernel(const double* gram_batch, int l, int rank, float* 
         sines[k] = s;
       }
       __syncthreads();
-      for (int idx = tid; idx < half * half; idx += threads) {
-        const int a = idx / half;
-        const int b = idx % half;
-        if (a > b || (sines[a] == 0.0 && sines[b] == 0.0)) continue;
+      // Each unordered pair of rotations {a, b} once: b = a + offset (mod half) for offsets
+      // 0..half/2, where the offset half/2 (even half) would meet every pair twice.
+      const int offsets = half / 2 + 1;
+      for (int idx = tid; idx < half * offsets; idx += threads) {
+        const int first = idx % half;
+        const int offset = idx / half;
+        if (half % 2 == 0 && offset == half / 2 && first >= half / 2) continue;
+        const int second = (first + offset) % half;
+        const int a = min(first, second);
+        const int b = max(first, second);
+        if (sines[a] == 0.0 && sines[b] == 0.0) continue;
         const int pa = pair_p[a];
         const int qa = pair_q[a];
         const double ca = cosines[a];
@@ -403,12 +410,13 @@ void cholesky_inverse(const double* gram, float* r_inverse, int l, int count, in
   SVDSERVE_CUDA_CHECK_LAUNCH();
 }
 
-void jacobi_top_eigenpairs(const double* gram, int l, int rank, float* singular_values,
-                           float* vectors, int count, int* info, StreamView stream) {
+void jacobi_top_eigenpairs(const double* gram, int l, int rank, double tolerance,
+                           float* singular_values, float* vectors, int count, int* info,
+                           StreamView stream) {
   const std::size_t bytes = jacobi_shared_bytes(l);
   allow_shared_bytes(jacobi_kernel, bytes);
-  jacobi_kernel<<<count, kJacobiThreads, bytes, stream.value()>>>(gram, l, rank, singular_values,
-                                                                  vectors, info);
+  jacobi_kernel<<<count, kJacobiThreads, bytes, stream.value()>>>(
+      gram, l, rank, tolerance, singular_values, vectors, info);
   SVDSERVE_CUDA_CHECK_LAUNCH();
 }
 

@@ -29,8 +29,10 @@ void cholesky_inverse(const double* gram, float* r_inverse, int l, int count, in
 // parallel cyclic Jacobi. Writes the `rank` largest eigenvalues' square roots (clamped at 0),
 // descending, to singular_values (stride rank) and their eigenvectors to vectors (l x rank, fp32,
 // stride l * rank).
-void jacobi_top_eigenpairs(const double* gram, int l, int rank, float* singular_values,
-                           float* vectors, int count, int* info, StreamView stream);
+// A pair (p, q) is rotated while |g_pq| > tolerance sqrt(g_pp g_qq).
+void jacobi_top_eigenpairs(const double* gram, int l, int rank, double tolerance,
+                           float* singular_values, float* vectors, int count, int* info,
+                           StreamView stream);
 
 // Scales each column of `count` rows x cols matrices (stride rows*cols) to unit norm; a zero or
 // non-finite column becomes zero.
