@@ -9,7 +9,8 @@
 // where the time goes; those are not part of the matrices/s figure.
 //
 // Variants (--variant, comma-separated) compare solver options in one run; a name is
-// pPqQ[-tolE]: oversampling P, power iterations Q, Jacobi tolerance 1e-E (default 14).
+// pPqQ[-tolE][-pc]: oversampling P, power iterations Q, Jacobi tolerance 1e-E (default 14),
+// packed Cholesky kernel (RandomizedSvdOptions::packed_cholesky).
 // The first variant is the one the exit status judges (by default the production options).
 //
 // usage: svdserve_rsvd_bench [--quick] [--json FILE] [--images DIR] [--variant V1,V2,...]
@@ -48,37 +49,46 @@ constexpr int kCheckedMatrices = 2;
 constexpr int kWarmupSolves = 2;
 constexpr int kBreakdownSolves = 5;
 constexpr int kDefaultJacobiToleranceExponent = 14;
-// Production options first; then a smaller sketch with one more iteration (l = 96: 2-3 blocks
-// per SM for the one-block kernels; worst ratio 1.0004 at 256^2 rank 64 in the prototype),
-// a middle one (l = 112, 1.0004), and the first two with a looser Jacobi tolerance.
-constexpr const char* kDefaultVariants = "p64q3,p32q4,p48q3,p64q3-tol10,p32q4-tol10";
+// Production options first; the packed Cholesky kernel; a smaller sketch with one more
+// iteration (l = 96: 2-3 blocks per SM for the one-block kernels; worst ratio 1.0004 at 256^2
+// rank 64 in the prototype) without and with it; a middle sketch (l = 112, 1.0004); and a
+// looser Jacobi tolerance on top of the fastest candidates.
+constexpr const char* kDefaultVariants =
+    "p64q3,p64q3-pc,p32q4,p32q4-pc,p48q3-pc,p64q3-tol10-pc,p32q4-tol10-pc";
 
 struct Variant {
   std::string name;
   gpu::RandomizedSvdOptions options;
 };
 
-// "pPqQ" or "pPqQ-tolE".
+// "pPqQ" followed by any of "-tolE" (Jacobi tolerance 1e-E) and "-pc" (packed Cholesky).
 Variant parse_variant(const std::string& name) {
+  const std::invalid_argument bad("bad variant '" + name + "' (want pPqQ[-tolE][-pc])");
+  Variant variant{name, {}};
+  std::stringstream tokens(name);
+  std::string token;
+  std::getline(tokens, token, '-');
   int oversampling = 0;
   int power_iterations = 0;
-  int tolerance_exponent = kDefaultJacobiToleranceExponent;
   int consumed = 0;
-  const bool plain = std::sscanf(name.c_str(), "p%dq%d%n", &oversampling, &power_iterations,
-                                 &consumed) == 2;
-  bool ok = plain && consumed == static_cast<int>(name.size());
-  if (plain && !ok) {
-    int tail = 0;
-    ok = std::sscanf(name.c_str() + consumed, "-tol%d%n", &tolerance_exponent, &tail) == 1 &&
-         consumed + tail == static_cast<int>(name.size());
+  if (std::sscanf(token.c_str(), "p%dq%d%n", &oversampling, &power_iterations, &consumed) != 2 ||
+      consumed != static_cast<int>(token.size()) || oversampling < 0 || power_iterations < 0) {
+    throw bad;
   }
-  if (!ok || oversampling < 0 || power_iterations < 0 || tolerance_exponent < 1) {
-    throw std::invalid_argument("bad variant '" + name + "' (want pPqQ or pPqQ-tolE)");
-  }
-  Variant variant{name, {}};
   variant.options.oversampling = oversampling;
   variant.options.power_iterations = power_iterations;
-  variant.options.jacobi_tolerance = std::pow(10.0, -tolerance_exponent);
+  variant.options.jacobi_tolerance = std::pow(10.0, -kDefaultJacobiToleranceExponent);
+  while (std::getline(tokens, token, '-')) {
+    int exponent = 0;
+    if (token == "pc") {
+      variant.options.packed_cholesky = true;
+    } else if (std::sscanf(token.c_str(), "tol%d%n", &exponent, &consumed) == 1 &&
+               consumed == static_cast<int>(token.size()) && exponent >= 1) {
+      variant.options.jacobi_tolerance = std::pow(10.0, -exponent);
+    } else {
+      throw bad;
+    }
+  }
   return variant;
 }
 
@@ -304,7 +314,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--json FILE] [--images DIR] [--variant V1,V2,...] "
                    "[--oversampling P] [--power-iterations Q]\n"
-                   "  variant: pPqQ[-tolE] (default %s)\n",
+                   "  variant: pPqQ[-tolE][-pc] (default %s)\n",
                    argv[0], kDefaultVariants);
       return 2;
     }
@@ -337,9 +347,10 @@ int main(int argc, char** argv) {
   for (std::size_t v = 0; v < variants.size(); ++v) {
     const Variant& variant = variants[v];
     std::printf("\n== variant %s: randomized SVD, oversampling %d, power iterations %d, Jacobi "
-                "tolerance %.0e, %d timed solves\n",
+                "tolerance %.0e, %s Cholesky, %d timed solves\n",
                 variant.name.c_str(), variant.options.oversampling,
-                variant.options.power_iterations, variant.options.jacobi_tolerance, timed_solves);
+                variant.options.power_iterations, variant.options.jacobi_tolerance,
+                variant.options.packed_cholesky ? "packed" : "square", timed_solves);
     std::printf("%-10s %6s %5s %4s %14s %10s %12s %12s %s\n", "shape", "batch", "rank", "l",
                 "matrices/s", "GEMM TF/s", "err ratio", "top8 sv rel", "result");
     bool all_pass = true;
