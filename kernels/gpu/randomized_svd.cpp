@@ -95,6 +95,9 @@ void validate(const SvdBatch& batch, const RandomizedSvdOptions& options, int l)
   if (options.oversampling < 0 || options.power_iterations < 0) {
     throw InvalidArgument("randomized SVD: oversampling and power_iterations must be >= 0");
   }
+  if (!(options.jacobi_tolerance > 0.0 && options.jacobi_tolerance < 1.0)) {
+    throw InvalidArgument("randomized SVD: jacobi_tolerance must be in (0, 1)");
+  }
   if (batch.a == nullptr || batch.u == nullptr || batch.s == nullptr || batch.v == nullptr) {
     throw InvalidArgument("randomized SVD: null input or output pointer");
   }
@@ -111,7 +114,8 @@ int RandomizedSvd::sketch_columns(int n, int rank, const RandomizedSvdOptions& o
 }
 
 void RandomizedSvd::orthonormalise(float*& x, float*& spare, int rows, int l, int count,
-                                   int passes) {
+                                   int passes, bool packed_cholesky,
+                                   const RsvdStageMarks& marks) {
   const auto basis_values = static_cast<std::size_t>(rows) * l;
   const auto gram_values = static_cast<std::size_t>(l) * l;
   auto* x_double = basis_double_.as<double>();
@@ -120,15 +124,23 @@ void RandomizedSvd::orthonormalise(float*& x, float*& spare, int rows, int l, in
   for (int pass = 0; pass < passes; ++pass) {
     // Gram in float64: CholeskyQR's cond^2 then never reaches fp32 (see the header).
     rsvd::widen_to_double(x, x_double, basis_values * count, stream_);
+    marks.finished(RsvdStage::ortho_widen);
     dgemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, l, l, rows}, x_double, rows,
                   static_cast<long long>(basis_values), x_double, rows,
                   static_cast<long long>(basis_values), gram, l,
                   static_cast<long long>(gram_values), count);
-    rsvd::cholesky_inverse(gram, r_inverse, l, count, info_.as<int>(), stream_);
+    marks.finished(RsvdStage::ortho_gram);
+    if (packed_cholesky) {
+      rsvd::cholesky_inverse_packed(gram, r_inverse, l, count, info_.as<int>(), stream_);
+    } else {
+      rsvd::cholesky_inverse(gram, r_inverse, l, count, info_.as<int>(), stream_);
+    }
+    marks.finished(RsvdStage::ortho_cholesky);
     sgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, rows, l, l}, x, rows,
                   static_cast<long long>(basis_values), r_inverse, l,
                   static_cast<long long>(gram_values), spare, rows,
                   static_cast<long long>(basis_values), count);
+    marks.finished(RsvdStage::ortho_apply);
     std::swap(x, spare);
   }
 }
@@ -159,6 +171,7 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
   info_host_.grow_to(batch_size * sizeof(int));
 
   const CublasScope scope(cublas_, stream_);
+  const RsvdStageMarks marks(options.stage_timer, stream_);
   SVDSERVE_CUDA_CHECK(
       cudaMemsetAsync(info_.data(), 0, batch_size * sizeof(int), stream_.value()));
 
@@ -180,17 +193,22 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
   // it the columns collapse onto the top singular vector in fp32).
   sgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, l, n}, batch.a, m, matrix_values, omega, n,
                 0, q, m, tall_stride, count);
-  orthonormalise(q, spare, m, l, count, first_passes);
+  marks.finished(RsvdStage::sketch_gemm);
+  orthonormalise(q, spare, m, l, count, first_passes, options.packed_cholesky, marks);
   for (int iteration = 0; iteration < power_iterations; ++iteration) {
     sgemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, n, l, m}, batch.a, m, matrix_values, q, m,
                   tall_stride, spare, n, wide_stride, count);
     std::swap(q, spare);  // q now holds Z (n x l)
-    orthonormalise(q, spare, n, l, count, kPassesBetweenIterations);
+    marks.finished(RsvdStage::power_gemm);
+    orthonormalise(q, spare, n, l, count, kPassesBetweenIterations, options.packed_cholesky,
+                   marks);
     sgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, l, n}, batch.a, m, matrix_values, q, n,
                   wide_stride, spare, m, tall_stride, count);
     std::swap(q, spare);
+    marks.finished(RsvdStage::power_gemm);
     const bool last = iteration + 1 == power_iterations;
-    orthonormalise(q, spare, m, l, count, last ? kPassesFinal : kPassesBetweenIterations);
+    orthonormalise(q, spare, m, l, count, last ? kPassesFinal : kPassesBetweenIterations,
+                   options.packed_cholesky, marks);
   }
 
   // B = Q^T A (l x n), and its Gram B B^T in float64 for the eigen-solver.
@@ -199,13 +217,16 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
   auto* gram = gram_.as<double>();
   sgemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, l, n, m}, q, m, tall_stride, batch.a, m,
                 matrix_values, projected, l, wide_stride, count);
+  marks.finished(RsvdStage::project_gemm);
   rsvd::widen_to_double(projected, projected_double, wide_values * batch_size, stream_);
   dgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_T, l, l, n}, projected_double, l, wide_stride,
                 projected_double, l, wide_stride, gram, l, static_cast<long long>(small_values),
                 count);
+  marks.finished(RsvdStage::eigen_gram);
   auto* eigenvectors = eigenvectors_.as<float>();
-  rsvd::jacobi_top_eigenpairs(gram, l, rank, batch.s, eigenvectors, count, info_.as<int>(),
-                              stream_);
+  rsvd::jacobi_top_eigenpairs(gram, l, rank, options.jacobi_tolerance, batch.s, eigenvectors,
+                              count, info_.as<int>(), stream_);
+  marks.finished(RsvdStage::eigen_solve);
 
   // U = Q W_k; V = B^T W_k = A^T U, scaled to unit columns (= divided by sigma).
   const auto eigen_stride = static_cast<long long>(l) * rank;
@@ -215,10 +236,13 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
                 eigenvectors, l, eigen_stride, batch.v, n, static_cast<long long>(n) * rank,
                 count);
   rsvd::normalise_columns(batch.v, n, rank, count, stream_);
+  marks.finished(RsvdStage::factor_gemm);
 
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(info_host_.data(), info_.data(), batch_size * sizeof(int),
                                       cudaMemcpyDeviceToHost, stream_.value()));
   stream_.synchronize();
+  marks.finished(RsvdStage::status);
+  marks.collect();
   const int* info = info_host_.as<int>();
   for (int index = 0; index < count; ++index) {
     if (info[index] == 0) continue;

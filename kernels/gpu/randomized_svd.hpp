@@ -22,6 +22,7 @@
 
 #include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/gpu/gpu_svd.hpp"
+#include "kernels/gpu/randomized_svd_stage_timer.hpp"
 
 namespace svdserve::gpu {
 
@@ -32,6 +33,15 @@ struct RandomizedSvdOptions {
   int oversampling = 64;
   int power_iterations = 3;
   uint64_t seed = 0x5eed'2024'0b5e'55edULL;
+  // Jacobi rotates while |g_pq| > tol sqrt(g_pp g_qq). 1e-14 is float64 noise; the fp32 outputs
+  // only need the eigenvectors to ~1e-7, i.e. tol / (relative eigenvalue gap), so a looser
+  // tolerance can save the last sweep (compare in svdserve_rsvd_bench --variant).
+  double jacobi_tolerance = 1e-14;
+  // CholeskyQR's factor and inverse by the packed kernel (half the shared memory, R^-1 a column
+  // per warp) instead of the square one. Same arithmetic up to summation order.
+  bool packed_cholesky = false;
+  // Benchmarks only: per-stage CUDA-event timing of every solve. Null: nothing is recorded.
+  RandomizedSvdStageTimer* stage_timer = nullptr;
 };
 
 class RandomizedSvd {
@@ -59,7 +69,8 @@ class RandomizedSvd {
 
  private:
   // Replaces x (rows x l per matrix) by an orthonormal basis of its range; x and spare swap.
-  void orthonormalise(float*& x, float*& spare, int rows, int l, int count, int passes);
+  void orthonormalise(float*& x, float*& spare, int rows, int l, int count, int passes,
+                      bool packed_cholesky, const RsvdStageMarks& marks);
 
   StreamView stream_;
   cublasHandle_t cublas_;

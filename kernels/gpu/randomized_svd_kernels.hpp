@@ -25,19 +25,27 @@ void widen_to_double(const float* in, double* out, std::size_t count, StreamView
 void cholesky_inverse(const double* gram, float* r_inverse, int l, int count, int* info,
                       StreamView stream);
 
+// The same result from a kernel with R packed and R^-1 formed a column per warp: about half
+// the shared memory (two or more blocks per SM) and no O(l^2) serial loop per thread.
+void cholesky_inverse_packed(const double* gram, float* r_inverse, int l, int count, int* info,
+                             StreamView stream);
+
 // For each of `count` l x l symmetric matrices (float64, column-major): eigen-decomposition by
 // parallel cyclic Jacobi. Writes the `rank` largest eigenvalues' square roots (clamped at 0),
 // descending, to singular_values (stride rank) and their eigenvectors to vectors (l x rank, fp32,
 // stride l * rank).
-void jacobi_top_eigenpairs(const double* gram, int l, int rank, float* singular_values,
-                           float* vectors, int count, int* info, StreamView stream);
+// A pair (p, q) is rotated while |g_pq| > tolerance sqrt(g_pp g_qq).
+void jacobi_top_eigenpairs(const double* gram, int l, int rank, double tolerance,
+                           float* singular_values, float* vectors, int count, int* info,
+                           StreamView stream);
 
 // Scales each column of `count` rows x cols matrices (stride rows*cols) to unit norm; a zero or
 // non-finite column becomes zero.
 void normalise_columns(float* matrices, int rows, int cols, int count, StreamView stream);
 
-// Bytes of dynamic shared memory the two one-block kernels need for sketch width l.
+// Bytes of dynamic shared memory the one-block kernels need for sketch width l.
 [[nodiscard]] std::size_t cholesky_shared_bytes(int l);
+[[nodiscard]] std::size_t cholesky_packed_shared_bytes(int l);
 [[nodiscard]] std::size_t jacobi_shared_bytes(int l);
 
 }  // namespace svdserve::gpu::rsvd

@@ -5,10 +5,18 @@
 //   both: rank-k error <= 1.001 x the optimum (float64 LAPACK) on the first 2 matrices.
 // Timed with CUDA events on the solver's stream after warm-up (solve() ends with one stream
 // sync to read its status; that is part of the cost a caller pays, so it is inside the timing).
+// Then a few more solves with the per-stage timer (RandomizedSvdOptions::stage_timer) print
+// where the time goes; those are not part of the matrices/s figure.
 //
-// usage: svdserve_rsvd_bench [--quick] [--json FILE] [--images DIR] [--oversampling P]
-//                            [--power-iterations Q]
-// Prints one line per case and "PASS"/"FAIL" per target; exit status 0 only if all pass.
+// Variants (--variant, comma-separated) compare solver options in one run; a name is
+// pPqQ[-tolE][-pc]: oversampling P, power iterations Q, Jacobi tolerance 1e-E (default 14),
+// packed Cholesky kernel (RandomizedSvdOptions::packed_cholesky).
+// The first variant is the one the exit status judges (by default the production options).
+//
+// usage: svdserve_rsvd_bench [--quick] [--json FILE] [--images DIR] [--variant V1,V2,...]
+//                            [--oversampling P] [--power-iterations Q]
+// Prints one line per case and "PASS"/"FAIL" per target; exit status 0 only if the first
+// variant passes every target.
 
 #include <cblas.h>
 #include <cuda_runtime_api.h>
@@ -22,6 +30,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,6 +47,61 @@ using namespace svdserve;
 constexpr double kMaxErrorRatio = 1.001;
 constexpr int kCheckedMatrices = 2;
 constexpr int kWarmupSolves = 2;
+constexpr int kBreakdownSolves = 5;
+constexpr int kDefaultJacobiToleranceExponent = 14;
+// Production options first; the packed Cholesky kernel; a smaller sketch with one more
+// iteration (l = 96: 2-3 blocks per SM for the one-block kernels; worst ratio 1.0004 at 256^2
+// rank 64 in the prototype) without and with it; a middle sketch (l = 112, 1.0004); and a
+// looser Jacobi tolerance on top of the fastest candidates.
+constexpr const char* kDefaultVariants =
+    "p64q3,p64q3-pc,p32q4,p32q4-pc,p48q3-pc,p64q3-tol10-pc,p32q4-tol10-pc";
+
+struct Variant {
+  std::string name;
+  gpu::RandomizedSvdOptions options;
+};
+
+// "pPqQ" followed by any of "-tolE" (Jacobi tolerance 1e-E) and "-pc" (packed Cholesky).
+Variant parse_variant(const std::string& name) {
+  const std::invalid_argument bad("bad variant '" + name + "' (want pPqQ[-tolE][-pc])");
+  Variant variant{name, {}};
+  std::stringstream tokens(name);
+  std::string token;
+  std::getline(tokens, token, '-');
+  int oversampling = 0;
+  int power_iterations = 0;
+  int consumed = 0;
+  if (std::sscanf(token.c_str(), "p%dq%d%n", &oversampling, &power_iterations, &consumed) != 2 ||
+      consumed != static_cast<int>(token.size()) || oversampling < 0 || power_iterations < 0) {
+    throw bad;
+  }
+  variant.options.oversampling = oversampling;
+  variant.options.power_iterations = power_iterations;
+  variant.options.jacobi_tolerance = std::pow(10.0, -kDefaultJacobiToleranceExponent);
+  while (std::getline(tokens, token, '-')) {
+    int exponent = 0;
+    if (token == "pc") {
+      variant.options.packed_cholesky = true;
+    } else if (std::sscanf(token.c_str(), "tol%d%n", &exponent, &consumed) == 1 &&
+               consumed == static_cast<int>(token.size()) && exponent >= 1) {
+      variant.options.jacobi_tolerance = std::pow(10.0, -exponent);
+    } else {
+      throw bad;
+    }
+  }
+  return variant;
+}
+
+std::vector<Variant> parse_variants(const std::string& list) {
+  std::vector<Variant> variants;
+  std::stringstream stream(list);
+  std::string name;
+  while (std::getline(stream, name, ',')) {
+    if (!name.empty()) variants.push_back(parse_variant(name));
+  }
+  if (variants.empty()) throw std::invalid_argument("no variants in '" + list + "'");
+  return variants;
+}
 
 struct BenchCase {
   int side;
@@ -46,6 +111,7 @@ struct BenchCase {
 };
 
 struct Result {
+  std::string variant;
   BenchCase c;
   int sketch_columns;
   double matrices_per_s;
@@ -53,6 +119,8 @@ struct Result {
   double worst_ratio;
   double worst_top_sv_rel;
   bool pass;
+  double timed_ms_per_solve;
+  std::vector<double> stage_ms;  // per solve, indexed by RsvdStage
 };
 
 // Column-major side x side grey photos, cycled to fill the batch.
@@ -113,8 +181,9 @@ void accuracy(const float* a, const float* u, const float* s, const float* v, in
   }
 }
 
-Result run_case(const BenchCase& c, const gpu::RandomizedSvdOptions& options,
-                const std::string& folder, int timed_solves) {
+Result run_case(const BenchCase& c, const Variant& variant, const std::string& folder,
+                int timed_solves) {
+  const gpu::RandomizedSvdOptions& options = variant.options;
   gpu::Stream stream;
   gpu::CublasHandle cublas(stream.view());
   gpu::CusolverHandle cusolver(stream.view());
@@ -145,7 +214,16 @@ Result run_case(const BenchCase& c, const gpu::RandomizedSvdOptions& options,
   stop.synchronize();
   const double seconds = gpu::Event::elapsed_ms(start, stop) / 1e3;
 
-  Result result{c, gpu::RandomizedSvd::sketch_columns(c.side, c.rank, options), 0, 0, 0, 0, false};
+  gpu::RandomizedSvdStageTimer stage_timer;
+  gpu::RandomizedSvdOptions timed_options = options;
+  timed_options.stage_timer = &stage_timer;
+  for (int i = 0; i < kBreakdownSolves; ++i) solver.solve(batch, timed_options);
+
+  Result result{variant.name, c, gpu::RandomizedSvd::sketch_columns(c.side, c.rank, options),
+                0, 0, 0, 0, false, seconds * 1e3 / timed_solves, {}};
+  for (std::size_t i = 0; i < gpu::kRsvdStageCount; ++i) {
+    result.stage_ms.push_back(stage_timer.ms_per_solve(static_cast<gpu::RsvdStage>(i)));
+  }
   result.matrices_per_s = static_cast<double>(c.count) * timed_solves / seconds;
   // The products with A: 2 + 2q of 2 m n l each (the capped-sketch extra iteration not counted).
   const double gemm_flop = 2.0 * c.side * c.side * result.sketch_columns *
@@ -174,13 +252,50 @@ Result run_case(const BenchCase& c, const gpu::RandomizedSvdOptions& options,
   return result;
 }
 
+void print_breakdown(const Result& r) {
+  double staged_ms = 0.0;
+  for (const double ms : r.stage_ms) staged_ms += ms;
+  std::printf("    stages (ms per solve, %d solves with events; timed run %.3f ms/solve):\n",
+              kBreakdownSolves, r.timed_ms_per_solve);
+  for (std::size_t i = 0; i < r.stage_ms.size(); ++i) {
+    const double percent = staged_ms > 0.0 ? 100.0 * r.stage_ms[i] / staged_ms : 0.0;
+    std::printf("      %-22s %9.3f ms %5.1f%%\n",
+                std::string(gpu::rsvd_stage_name(static_cast<gpu::RsvdStage>(i))).c_str(),
+                r.stage_ms[i], percent);
+  }
+  std::printf("      %-22s %9.3f ms\n", "sum", staged_ms);
+}
+
+void write_json(const std::string& path, const std::vector<Result>& results) {
+  std::ofstream json(path);
+  json << "{\"rows\": [";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    json << (i ? "," : "") << "\n {\"variant\": \"" << r.variant << "\", \"side\": " << r.c.side
+         << ", \"batch\": " << r.c.count << ", \"rank\": " << r.c.rank
+         << ", \"sketch_columns\": " << r.sketch_columns
+         << ", \"matrices_per_s\": " << r.matrices_per_s
+         << ", \"target_per_s\": " << r.c.target_per_s << ", \"error_ratio\": " << r.worst_ratio
+         << ", \"top8_sv_rel\": " << r.worst_top_sv_rel
+         << ", \"pass\": " << (r.pass ? "true" : "false") << ", \"stage_ms\": {";
+    for (std::size_t k = 0; k < r.stage_ms.size(); ++k) {
+      json << (k ? ", " : "") << "\""
+           << gpu::rsvd_stage_name(static_cast<gpu::RsvdStage>(k)) << "\": " << r.stage_ms[k];
+    }
+    json << "}}";
+  }
+  json << "\n]}\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool quick = false;
   std::string json_path;
   std::string folder = SVDSERVE_TEST_IMAGES;
-  gpu::RandomizedSvdOptions options;
+  std::string variant_list = kDefaultVariants;
+  int oversampling = -1;
+  int power_iterations = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
@@ -189,17 +304,37 @@ int main(int argc, char** argv) {
       json_path = argv[++i];
     } else if (arg == "--images" && i + 1 < argc) {
       folder = argv[++i];
+    } else if (arg == "--variant" && i + 1 < argc) {
+      variant_list = argv[++i];
     } else if (arg == "--oversampling" && i + 1 < argc) {
-      options.oversampling = std::stoi(argv[++i]);
+      oversampling = std::stoi(argv[++i]);
     } else if (arg == "--power-iterations" && i + 1 < argc) {
-      options.power_iterations = std::stoi(argv[++i]);
+      power_iterations = std::stoi(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--json FILE] [--images DIR] [--oversampling P] "
-                   "[--power-iterations Q]\n",
-                   argv[0]);
+                   "usage: %s [--quick] [--json FILE] [--images DIR] [--variant V1,V2,...] "
+                   "[--oversampling P] [--power-iterations Q]\n"
+                   "  variant: pPqQ[-tolE][-pc] (default %s)\n",
+                   argv[0], kDefaultVariants);
       return 2;
     }
+  }
+  // The old single-variant flags still work: they name one variant.
+  if (oversampling >= 0 || power_iterations >= 0) {
+    const gpu::RandomizedSvdOptions defaults;
+    // snprintf, not operator+: GCC 12's -Wrestrict misfires on "p" + std::to_string(...).
+    char name[64];
+    std::snprintf(name, sizeof name, "p%dq%d",
+                  oversampling >= 0 ? oversampling : defaults.oversampling,
+                  power_iterations >= 0 ? power_iterations : defaults.power_iterations);
+    variant_list = name;
+  }
+  std::vector<Variant> variants;
+  try {
+    variants = parse_variants(variant_list);
+  } catch (const std::invalid_argument& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return 2;
   }
   if (!gpu::cuda_device_available()) {
     std::fprintf(stderr, "no CUDA device\n");
@@ -207,36 +342,40 @@ int main(int argc, char** argv) {
   }
   const std::vector<BenchCase> cases = {{256, 512, 64, 20000.0}, {1024, 32, 64, 2000.0}};
   const int timed_solves = quick ? 3 : 20;
-  std::printf("randomized SVD, oversampling %d, power iterations %d, %d timed solves\n",
-              options.oversampling, options.power_iterations, timed_solves);
-  std::printf("%-10s %6s %5s %4s %14s %10s %12s %12s %s\n", "shape", "batch", "rank", "l",
-              "matrices/s", "GEMM TF/s", "err ratio", "top8 sv rel", "result");
   std::vector<Result> results;
-  bool all_pass = true;
-  for (const BenchCase& c : cases) {
-    const Result r = run_case(c, options, folder, timed_solves);
-    std::printf("%4dx%-5d %6d %5d %4d %14.0f %10.2f %12.6f %12.2e %s (target %.0f/s, ratio <= %.3f)\n",
-                c.side, c.side, c.count, c.rank, r.sketch_columns, r.matrices_per_s,
-                r.gemm_tflop_per_s, r.worst_ratio, r.worst_top_sv_rel, r.pass ? "PASS" : "FAIL",
-                c.target_per_s, kMaxErrorRatio);
-    all_pass = all_pass && r.pass;
-    results.push_back(r);
-  }
-  std::printf("%s\n", all_pass ? "ALL PASS" : "SOME FAIL");
-  if (!json_path.empty()) {
-    std::ofstream json(json_path);
-    json << "{\"oversampling\": " << options.oversampling
-         << ", \"power_iterations\": " << options.power_iterations << ", \"rows\": [";
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      const Result& r = results[i];
-      json << (i ? "," : "") << "\n {\"side\": " << r.c.side << ", \"batch\": " << r.c.count
-           << ", \"rank\": " << r.c.rank << ", \"sketch_columns\": " << r.sketch_columns
-           << ", \"matrices_per_s\": " << r.matrices_per_s
-           << ", \"target_per_s\": " << r.c.target_per_s << ", \"error_ratio\": " << r.worst_ratio
-           << ", \"top8_sv_rel\": " << r.worst_top_sv_rel
-           << ", \"pass\": " << (r.pass ? "true" : "false") << "}";
+  bool first_variant_passes = true;
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    const Variant& variant = variants[v];
+    std::printf("\n== variant %s: randomized SVD, oversampling %d, power iterations %d, Jacobi "
+                "tolerance %.0e, %s Cholesky, %d timed solves\n",
+                variant.name.c_str(), variant.options.oversampling,
+                variant.options.power_iterations, variant.options.jacobi_tolerance,
+                variant.options.packed_cholesky ? "packed" : "square", timed_solves);
+    std::printf("%-10s %6s %5s %4s %14s %10s %12s %12s %s\n", "shape", "batch", "rank", "l",
+                "matrices/s", "GEMM TF/s", "err ratio", "top8 sv rel", "result");
+    bool all_pass = true;
+    for (const BenchCase& c : cases) {
+      const Result r = run_case(c, variant, folder, timed_solves);
+      std::printf(
+          "%4dx%-5d %6d %5d %4d %14.0f %10.2f %12.6f %12.2e %s (target %.0f/s, ratio <= %.3f)\n",
+          c.side, c.side, c.count, c.rank, r.sketch_columns, r.matrices_per_s,
+          r.gemm_tflop_per_s, r.worst_ratio, r.worst_top_sv_rel, r.pass ? "PASS" : "FAIL",
+          c.target_per_s, kMaxErrorRatio);
+      print_breakdown(r);
+      std::fflush(stdout);
+      all_pass = all_pass && r.pass;
+      results.push_back(r);
     }
-    json << "\n]}\n";
+    std::printf("variant %s: %s\n", variant.name.c_str(), all_pass ? "ALL PASS" : "SOME FAIL");
+    if (v == 0) first_variant_passes = all_pass;
   }
-  return all_pass ? 0 : 1;
+  std::printf("\nsummary (matrices/s, err ratio):\n");
+  for (const Result& r : results) {
+    std::printf("  %-14s %4dx%-5d l=%-4d %10.0f/s  %.6f  %s\n", r.variant.c_str(), r.c.side,
+                r.c.side, r.sketch_columns, r.matrices_per_s, r.worst_ratio,
+                r.pass ? "PASS" : "FAIL");
+  }
+  std::printf("%s\n", first_variant_passes ? "ALL PASS" : "SOME FAIL");
+  if (!json_path.empty()) write_json(json_path, results);
+  return first_variant_passes ? 0 : 1;
 }

@@ -25,7 +25,9 @@ import numpy as np
 IMAGES = os.path.join(os.path.dirname(__file__), "..", "data", "images")
 # (oversampling, power iterations) tried. An earlier run also compared 1 and 2 CholeskyQR passes
 # between power iterations: identical ratios, so the solver uses 1 there and 2 for the final basis.
-GRID = ((16, 2), (16, 3), (32, 2), (32, 3), (32, 4), (64, 2), (64, 3))
+# At 256^2 rank 64 (worst over the photos): p64 q3 1.000085, p48 q3 1.000396, p32 q4 1.000398,
+# p32 q5 1.000118, p32 q3 1.001451 (fails): the smaller sketches the bench compares as variants.
+GRID = ((16, 2), (16, 3), (32, 2), (32, 3), (32, 4), (32, 5), (48, 3), (64, 2), (64, 3))
 PIVOT_TOLERANCE = 1e-13  # relative to the largest Gram diagonal: below it a column is dependent
 
 

@@ -107,7 +107,7 @@ struct Outputs {
   std::vector<float> v;
 };
 
-class GpuRandomizedSvdTest : public ::testing::TestWithParam<Case> {
+class RandomizedSvdFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!gpu::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
@@ -117,7 +117,8 @@ class GpuRandomizedSvdTest : public ::testing::TestWithParam<Case> {
   }
 
   // Column-major upload, NaN-poisoned outputs, solve, download.
-  Outputs run(const std::vector<HostMatrix>& matrices, int m, int n, int rank) {
+  Outputs run(const std::vector<HostMatrix>& matrices, int m, int n, int rank,
+              const gpu::RandomizedSvdOptions& options = {}) {
     const auto count = static_cast<int>(matrices.size());
     const std::size_t matrix_values = static_cast<std::size_t>(m) * n;
     std::vector<float> column_major(matrix_values * count);
@@ -151,7 +152,7 @@ class GpuRandomizedSvdTest : public ::testing::TestWithParam<Case> {
     batch.s = s.as<float>();
     batch.v = v.as<float>();
     gpu::RandomizedSvd solver(stream_->view(), cublas_->value(), cusolver_->value());
-    solver.solve(batch, gpu::RandomizedSvdOptions{});
+    solver.solve(batch, options);
     SVDSERVE_CUDA_CHECK(cudaMemcpy(out.u.data(), u.data(), u.size(), cudaMemcpyDeviceToHost));
     SVDSERVE_CUDA_CHECK(cudaMemcpy(out.s.data(), s.data(), s.size(), cudaMemcpyDeviceToHost));
     SVDSERVE_CUDA_CHECK(cudaMemcpy(out.v.data(), v.data(), v.size(), cudaMemcpyDeviceToHost));
@@ -162,6 +163,9 @@ class GpuRandomizedSvdTest : public ::testing::TestWithParam<Case> {
   std::optional<gpu::CublasHandle> cublas_;
   std::optional<gpu::CusolverHandle> cusolver_;
 };
+
+class GpuRandomizedSvdTest : public RandomizedSvdFixture,
+                             public ::testing::WithParamInterface<Case> {};
 
 // Checks one matrix b of the batch against its float64 reference.
 void check_matrix(const HostMatrix& plane, const Outputs& out, int b, int m, int n, int rank) {
@@ -289,12 +293,104 @@ std::string case_name(const ::testing::TestParamInfo<Case>& param_info) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuRandomizedSvdTest, ::testing::ValuesIn(kCases), case_name);
 
+// The non-default options that svdserve_rsvd_bench compares (--variant): each must keep the
+// same accuracy on the photos before it can become a default.
+struct OptionsCase {
+  std::string name;
+  int oversampling;
+  int power_iterations;
+  double jacobi_tolerance;
+  bool packed_cholesky;
+  int side;
+  int rank;
+};
+
+class GpuRandomizedSvdOptionsTest : public RandomizedSvdFixture,
+                                    public ::testing::WithParamInterface<OptionsCase> {};
+
+TEST_P(GpuRandomizedSvdOptionsTest, PhotosMatchFloat64Lapack) {
+  const OptionsCase& c = GetParam();
+  const int kPhotoCount = c.side >= 1024 ? 4 : 9;  // the float64 reference dominates at 1024^2
+  std::vector<HostMatrix> matrices;
+  for (int b = 0; b < kPhotoCount; ++b) {
+    matrices.push_back(photo_matrix(kPhotos[b % kPhotos.size()], c.side, c.side));
+  }
+  gpu::RandomizedSvdOptions options;
+  options.oversampling = c.oversampling;
+  options.power_iterations = c.power_iterations;
+  options.jacobi_tolerance = c.jacobi_tolerance;
+  options.packed_cholesky = c.packed_cholesky;
+  const Outputs out = run(matrices, c.side, c.side, c.rank, options);
+  for (int b = 0; b < kPhotoCount; ++b) {
+    SCOPED_TRACE("matrix " + std::to_string(b) + " (" + kPhotos[b % kPhotos.size()] + ")");
+    check_matrix(matrices[b], out, b, c.side, c.side, c.rank);
+  }
+}
+
+const OptionsCase kOptionsCases[] = {
+    {"p64q3_pc_256_r64", 64, 3, 1e-14, true, 256, 64},
+    {"p64q3_pc_256_r128", 64, 3, 1e-14, true, 256, 128},
+    {"p32q4_256_r64", 32, 4, 1e-14, false, 256, 64},
+    {"p32q4_pc_256_r64", 32, 4, 1e-14, true, 256, 64},
+    {"p48q3_pc_256_r64", 48, 3, 1e-14, true, 256, 64},
+    {"p64q3_tol10_pc_256_r64", 64, 3, 1e-10, true, 256, 64},
+    {"p32q4_tol10_pc_256_r64", 32, 4, 1e-10, true, 256, 64},
+    {"p64q3_pc_1024_r64", 64, 3, 1e-14, true, 1024, 64},
+    {"p32q4_pc_1024_r64", 32, 4, 1e-14, true, 1024, 64},
+};
+
+std::string options_case_name(const ::testing::TestParamInfo<OptionsCase>& param_info) {
+  return param_info.param.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Options, GpuRandomizedSvdOptionsTest,
+                         ::testing::ValuesIn(kOptionsCases), options_case_name);
+
+TEST(RandomizedSvdStageTimer, EveryStageHasAName) {
+  for (std::size_t i = 0; i < gpu::kRsvdStageCount; ++i) {
+    EXPECT_NE(gpu::rsvd_stage_name(static_cast<gpu::RsvdStage>(i)), "?");
+  }
+}
+
+TEST_F(GpuRandomizedSvdTest, StageTimerSeesEveryStageOfASolve) {
+  const std::vector<HostMatrix> matrices(2, photo_matrix("baboon.jpg", 256, 256));
+  gpu::RandomizedSvdStageTimer timer;
+  gpu::RandomizedSvdOptions options;
+  options.stage_timer = &timer;
+  (void)run(matrices, 256, 256, 16, options);
+  ASSERT_EQ(timer.solves(), 1);
+  for (std::size_t i = 0; i < gpu::kRsvdStageCount; ++i) {
+    const auto stage = static_cast<gpu::RsvdStage>(i);
+    EXPECT_GT(timer.ms_per_solve(stage), 0.0) << gpu::rsvd_stage_name(stage);
+  }
+  EXPECT_GT(timer.total_ms_per_solve(), 0.0);
+}
+
 TEST_F(GpuRandomizedSvdTest, FlatImageGivesExactRankOneAndZeros) {
   constexpr int kSide = 64;
   constexpr float kGrey = 117.0F;
   const std::vector<HostMatrix> flat(2, HostMatrix(kSide * kSide, kGrey));
   const Outputs out = run(flat, kSide, kSide, 8);
   for (int b = 0; b < 2; ++b) check_matrix(flat[b], out, b, kSide, kSide, 8);
+}
+
+TEST_F(GpuRandomizedSvdTest, FlatImageGivesExactRankOneAndZerosWithPackedCholesky) {
+  constexpr int kSide = 64;
+  constexpr float kGrey = 117.0F;
+  const std::vector<HostMatrix> flat(2, HostMatrix(kSide * kSide, kGrey));
+  gpu::RandomizedSvdOptions options;
+  options.packed_cholesky = true;
+  const Outputs out = run(flat, kSide, kSide, 8, options);
+  for (int b = 0; b < 2; ++b) check_matrix(flat[b], out, b, kSide, kSide, 8);
+}
+
+TEST_F(GpuRandomizedSvdTest, NonFiniteInputThrowsInternalErrorWithPackedCholesky) {
+  constexpr int kSide = 64;
+  std::vector<HostMatrix> matrices(2, photo_matrix("baboon.jpg", kSide, kSide));
+  matrices[1][5] = std::numeric_limits<float>::quiet_NaN();
+  gpu::RandomizedSvdOptions options;
+  options.packed_cholesky = true;
+  EXPECT_THROW((void)run(matrices, kSide, kSide, 8, options), InternalError);
 }
 
 TEST_F(GpuRandomizedSvdTest, NonFiniteInputThrowsInternalError) {
