@@ -266,6 +266,7 @@ void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
   std::vector<ReconstructItem> items;
   items.reserve(jobs.size());
   pending->outputs.reserve(jobs.size());  // no reallocation: items point into these strings
+  pending->runnable.reserve(jobs.size());
   for (Job* job : jobs) {
     try {
       job->rank = resolve_rank(job->rank_choice, *job->factors);
@@ -299,12 +300,12 @@ void Pipeline::finish_reconstruct(const std::vector<Job*>& jobs,
   const double compute_us = micros_since(start);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     Job& job = *jobs[i];
-    job.times.compute_us += compute_us;
     if (error) {
       complete(job, error);
       continue;
     }
     try {
+      job.times.compute_us += compute_us;
       job.relative_error = error_at_rank(*job.factors, job.rank);
       if (job.format == v1::OUTPUT_FORMAT_PNG) {
         const Clock::time_point encode_start = Clock::now();
@@ -323,18 +324,20 @@ void Pipeline::finish_reconstruct(const std::vector<Job*>& jobs,
 
 void Pipeline::complete(Job& job, std::exception_ptr error) {
   job.answered = true;
-  const double total_us = micros_since(job.arrived);
-  if (job.times.compute_us > 0) stats_.record_job(job.times, total_us);
   try {
+    const double total_us = micros_since(job.arrived);
+    if (job.times.compute_us > 0) stats_.record_job(job.times, total_us);
     job.on_done(job, error);
   } catch (const std::exception& e) {
     // on_done only builds a response and finishes the RPC; an exception here is a bug.
     log().error("completion handler threw: {}", e.what());
+  } catch (...) {
+    log().error("completion handler threw a non-standard exception");
   }
-  if (jobs_in_flight_.fetch_sub(1) == 1) {
-    std::lock_guard lock(idle_mutex_);
-    idle_.notify_all();
-  }
+  // Under the lock: once shutdown() sees zero it may destroy the pipeline, so nothing may touch
+  // `this` after the lock is released.
+  std::lock_guard lock(idle_mutex_);
+  if (jobs_in_flight_.fetch_sub(1) == 1) idle_.notify_all();
 }
 
 }  // namespace svdserve

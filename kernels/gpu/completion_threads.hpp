@@ -2,9 +2,9 @@
 // The threads that finish GPU batches. A worker enqueues a batch on its stream, records the
 // stream's completion event and posts a task here, then goes back for the next batch; the task
 // waits for the event (a blocking sync: the thread sleeps, it does not spin), copies outputs out of
-// pinned staging where needed, returns the stream to the pool and runs the caller's completion
-// (which answers the gRPC calls). One thread per stream, so no batch waits behind another
-// stream's copy-out.
+// pinned staging where needed, returns the stream to the pool and then runs the caller's
+// completion (which may encode PNG and answers the gRPC calls). Two threads per stream, so that a
+// finished batch seldom waits for a thread while others are still encoding their responses.
 
 #include <condition_variable>
 #include <deque>

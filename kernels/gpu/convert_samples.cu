@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/gpu/convert_samples.hpp"
@@ -63,13 +64,19 @@ __global__ void __launch_bounds__(kTile* kBlockRows)
 template <typename Sample>
 void launch(const void* samples, const ImageShape& shape, int count, float scale, bool transpose,
             float* matrices, double* norms_squared, StreamView stream) {
+  constexpr int kMaxGridZ = 65535;  // images per launch (CUDA's limit on gridDim.z)
   const dim3 block(kTile, kBlockRows);
-  const dim3 grid((shape.width + kTile - 1) / kTile, (shape.height + kTile - 1) / kTile,
-                  static_cast<unsigned>(count));
-  convert_samples<Sample><<<grid, block, 0, stream.value()>>>(
-      static_cast<const Sample*>(samples), shape.width, shape.height, shape.channels, scale,
-      transpose, matrices, norms_squared);
-  SVDSERVE_CUDA_CHECK(cudaGetLastError());
+  for (int first = 0; first < count; first += kMaxGridZ) {
+    const int images = std::min(kMaxGridZ, count - first);
+    const dim3 grid((shape.width + kTile - 1) / kTile, (shape.height + kTile - 1) / kTile,
+                    static_cast<unsigned>(images));
+    convert_samples<Sample><<<grid, block, 0, stream.value()>>>(
+        static_cast<const Sample*>(samples) + std::size_t(first) * shape.values(), shape.width,
+        shape.height, shape.channels, scale, transpose,
+        matrices + std::size_t(first) * shape.values(),
+        norms_squared + std::size_t(first) * shape.channels);
+    SVDSERVE_CUDA_CHECK(cudaGetLastError());
+  }
 }
 
 }  // namespace

@@ -95,15 +95,15 @@ class GpuBackend final : public Backend {
 
   void reconstruct_async(std::vector<ReconstructItem> items, Completion done) override {
     if (items.empty()) return done(nullptr);
-    std::exception_ptr error;
+    std::shared_ptr<StreamPool::Lease> lease;
+    auto finish = std::make_shared<Completion>(std::move(done));
     try {
       trace::ScopedRange range("gpu_reconstruct_enqueue");
       on_device(options_);
-      auto lease = std::make_shared<StreamPool::Lease>(streams_.acquire());
+      lease = std::make_shared<StreamPool::Lease>(streams_.acquire());
       auto staged = std::make_shared<StagedOutputs>(
           enqueue_reconstruct(**lease, items, options_.reconstruct_with_cublas));
-      completions_.post([this, lease = std::move(lease), staged = std::move(staged),
-                         done = std::move(done)]() mutable {
+      completions_.post([this, lease, staged = std::move(staged), finish]() mutable {
         std::exception_ptr failure;
         try {
           (*lease)->completed.synchronize();  // throws the batch's CUDA error, if any
@@ -111,14 +111,17 @@ class GpuBackend final : public Backend {
         } catch (...) {
           failure = std::current_exception();
         }
-        lease.reset();  // the stream goes back before the callers are answered
-        done(failure);
+        lease.reset();  // the stream goes back before the callers are answered (and encode)
+        (*finish)(failure);
       });
+      lease.reset();  // the posted task holds the stream until the batch is out
       return;
     } catch (...) {
-      error = std::current_exception();
+      // Work may be enqueued already: the stream must be idle before it goes back to the pool.
+      if (lease) (void)cudaStreamSynchronize((*lease)->stream.view().value());
+      lease.reset();
+      (*finish)(std::current_exception());
     }
-    done(error);
   }
 
   [[nodiscard]] BackendMetrics metrics() const override {
@@ -147,7 +150,7 @@ class GpuBackend final : public Backend {
   // Threads that copy reconstructions out of pinned staging (see copy_out).
   WorkerPool copy_workers_{kCopyOutThreads};
   // Last: destroyed first, so every posted batch finishes while streams and pool still exist.
-  CompletionThreads completions_{static_cast<unsigned>(streams_.size())};
+  CompletionThreads completions_{2 * static_cast<unsigned>(streams_.size())};
 };
 
 }  // namespace

@@ -14,6 +14,9 @@ namespace svdserve::gpu {
 namespace {
 
 const ImageShape& common_shape(std::span<const DecodedImage* const> images) {
+  for (const DecodedImage* image : images) {
+    if (image == nullptr) throw InvalidArgument("decompose got a null image");
+  }
   const ImageShape& shape = images.front()->shape;
   for (const DecodedImage* image : images) {
     if (!(image->shape == shape)) throw InternalError("a GPU batch mixed image shapes");
@@ -32,13 +35,32 @@ void upload_matrices(StreamContext& context, std::span<const DecodedImage* const
   trace::ScopedRange stage("h2d_convert");
   const ImageShape& shape = images.front()->shape;
   const StreamView stream = context.stream.view();
+  // Each run of images with one sample type starts 16-byte aligned on the device, so that a
+  // u16 or f32 run after an odd-sized u8 image is read from aligned addresses.
+  constexpr std::size_t kRunAlignment = 16;
+  struct Run {
+    std::size_t first, last, offset;
+  };
+  std::vector<Run> runs;
   std::size_t input_bytes = 0;
-  for (const DecodedImage* image : images) input_bytes += image->samples.size();
+  for (std::size_t first = 0; first < images.size();) {
+    std::size_t last = first;
+    input_bytes = (input_bytes + kRunAlignment - 1) / kRunAlignment * kRunAlignment;
+    const std::size_t offset = input_bytes;
+    while (last < images.size() && images[last]->type == images[first]->type) {
+      input_bytes += images[last++]->samples.size();
+    }
+    runs.push_back({first, last, offset});
+    first = last;
+  }
   context.staging_in.grow_to(input_bytes);
   context.input.grow_to(input_bytes);
   std::byte* staged = context.staging_in.as<std::byte>();
-  for (std::size_t i = 0, offset = 0; i < images.size(); offset += images[i]->samples.size(), ++i) {
-    std::memcpy(staged + offset, images[i]->samples.data(), images[i]->samples.size());
+  for (const Run& run : runs) {
+    std::size_t at = run.offset;
+    for (std::size_t i = run.first; i < run.last; at += images[i]->samples.size(), ++i) {
+      std::memcpy(staged + at, images[i]->samples.data(), images[i]->samples.size());
+    }
   }
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.input.data(), staged, input_bytes,
                                       cudaMemcpyHostToDevice, stream.value()));
@@ -48,19 +70,11 @@ void upload_matrices(StreamContext& context, std::span<const DecodedImage* const
   context.matrices.grow_to(matrices * shape.pixels_per_channel() * sizeof(float));
   context.norms.grow_to(norms_bytes);
   SVDSERVE_CUDA_CHECK(cudaMemsetAsync(context.norms.data(), 0, norms_bytes, stream.value()));
-  // One launch per run of images with the same sample type (a batch is usually one run).
-  for (std::size_t first = 0, offset = 0; first < images.size();) {
-    std::size_t last = first;
-    std::size_t run_bytes = 0;
-    while (last < images.size() && images[last]->type == images[first]->type) {
-      run_bytes += images[last++]->samples.size();
-    }
-    launch_convert_samples(context.input.as<std::byte>() + offset, images[first]->type, shape,
-                           static_cast<int>(last - first), transpose,
-                           context.matrices.as<float>() + first * shape.values(),
-                           context.norms.as<double>() + first * shape.channels, stream);
-    offset += run_bytes;
-    first = last;
+  for (const Run& run : runs) {
+    launch_convert_samples(context.input.as<std::byte>() + run.offset, images[run.first]->type,
+                           shape, static_cast<int>(run.last - run.first), transpose,
+                           context.matrices.as<float>() + run.first * shape.values(),
+                           context.norms.as<double>() + run.first * shape.channels, stream);
   }
   context.staging_out.grow_to(norms_bytes);
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.staging_out.data(), context.norms.data(), norms_bytes,

@@ -37,6 +37,7 @@ const GpuFactors& checked_factors(const ReconstructItem& item, const ImageShape&
 
 StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const ReconstructItem> items,
                                   bool use_cublas) {
+  if (items.front().factors == nullptr) throw InternalError("a reconstruct item has no factors");
   const ImageShape shape = items.front().factors->shape();
   const StreamView stream = context.stream.view();
   // Device output offsets, and each item's task; validated before anything is enqueued.
@@ -49,6 +50,10 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
     output_bytes += items[i].output.size();
     tasks[i] = {factors.us(), factors.v(), items[i].rank, factors.rank_kept(), nullptr};
   }
+  // Everything that can fail on the host (allocations, pointer queries) before the first enqueue.
+  std::vector<char> pinned(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) pinned[i] = is_pinned(items[i].output.data());
+  if (std::ranges::count(pinned, 0) > 0) context.staging_out.grow_to(output_bytes);
   context.output.grow_to(output_bytes);
   for (std::size_t i = 0; i < items.size(); ++i) {
     tasks[i].out = context.output.as<std::byte>() + offsets[i];
@@ -74,19 +79,22 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
     launch.count = table.size() - launch.first;
     if (launch.count > 0) launches.push_back(launch);
   }
+  const std::size_t table_bytes = table.size() * sizeof(ReconstructTask);
+  if (use_cublas) {
+    context.scratch.grow_to(shape.values() * sizeof(float));
+  } else {
+    context.staging_in.grow_to(table_bytes);
+    context.input.grow_to(table_bytes);
+  }
   {
     trace::ScopedRange stage("reconstruct_kernel");
     if (use_cublas) {
-      context.scratch.grow_to(shape.values() * sizeof(float));
       for (const Launch& launch : launches) {
         reconstruct_with_cublas(context.cublas.value(),
                                 std::span(table).subspan(launch.first, launch.count), shape,
                                 launch.pixels, context.scratch.as<float>(), stream);
       }
     } else {
-      const std::size_t table_bytes = table.size() * sizeof(ReconstructTask);
-      context.staging_in.grow_to(table_bytes);
-      context.input.grow_to(table_bytes);
       std::memcpy(context.staging_in.data(), table.data(), table_bytes);
       SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.input.data(), context.staging_in.data(),
                                           table_bytes, cudaMemcpyHostToDevice, stream.value()));
@@ -100,9 +108,6 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
 
   trace::ScopedRange stage("d2h");
   StagedOutputs staged;
-  std::vector<char> pinned(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) pinned[i] = is_pinned(items[i].output.data());
-  if (std::ranges::count(pinned, 0) > 0) context.staging_out.grow_to(output_bytes);
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::span<std::byte> destination = items[i].output;
     const bool direct = pinned[i] != 0;

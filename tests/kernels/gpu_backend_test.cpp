@@ -292,6 +292,38 @@ TEST_F(GpuBackendBehaviourTest, DecodedSamplesOfEveryTypeConvertOnTheDevice) {
   }
 }
 
+// One batch may mix sample types (the batcher groups by shape only). An odd-sized u8 image ahead
+// of u16 and f32 ones must not leave their samples misaligned on the device.
+TEST_F(GpuBackendBehaviourTest, OneBatchMixesSampleTypesOfOddSizes) {
+  gpu::GpuBackendOptions options;
+  options.svd_method = gpu::SvdMethod::gesvd;
+  auto backend = gpu::make_gpu_backend(options);
+  const ImageShape shape{101, 97, 3};  // 29,391 samples: odd byte counts for u8
+  ImageF32 whole = random_image(shape, run_seed());
+  for (float& v : whole.planes) v = std::round(v);  // whole numbers: exact in every type
+  DecodedImage f32 = to_decoded(whole);
+  DecodedImage u8{shape, SampleType::u8, std::vector<std::byte>(shape.values())};
+  DecodedImage u16{shape, SampleType::u16, std::vector<std::byte>(shape.values() * 2)};
+  const auto* values = reinterpret_cast<const float*>(f32.samples.data());
+  for (std::size_t i = 0; i < shape.values(); ++i) {
+    u8.samples[i] = static_cast<std::byte>(values[i]);
+    const auto wide = static_cast<uint16_t>(values[i] * 257.0f);
+    std::memcpy(u16.samples.data() + 2 * i, &wide, 2);
+  }
+  const DecodedImage* batch[] = {&u8, &u16, &f32, &u8};
+  const auto factors = backend->decompose(std::span<const DecodedImage* const>(batch), 12);
+  ASSERT_EQ(factors.size(), 4u);
+  for (const auto& f : factors) {
+    EXPECT_NEAR(f->energy(), factors[2]->energy(), 1e-6 * factors[2]->energy());
+    for (uint32_t c = 0; c < shape.channels; ++c) {
+      for (uint32_t k = 0; k < 12; ++k) {
+        EXPECT_NEAR(f->singular_values(c)[k], factors[2]->singular_values(c)[k],
+                    1e-5 * factors[2]->singular_values(c)[0]);
+      }
+    }
+  }
+}
+
 TEST_F(GpuBackendBehaviourTest, NonFiniteSamplesAreInvalidAndTheBackendKeepsWorking) {
   auto backend = gpu::make_gpu_backend({});
   ImageF32 image = random_image({64, 48, 3}, run_seed());
