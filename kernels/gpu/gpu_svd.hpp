@@ -54,8 +54,8 @@ struct SvdOptions {
   // and runs `iterations` power iterations; empty oversampling means "as many as the rank".
   std::optional<int> gesvdr_oversampling;
   // randomized: extra sketch columns and subspace iterations (RandomizedSvdOptions' defaults).
-  int randomized_oversampling = 64;
-  int randomized_power_iterations = 3;
+  int randomized_oversampling = 32;
+  int randomized_power_iterations = 4;
   int gesvdr_iterations = 2;
 };
 

@@ -27,11 +27,13 @@
 namespace svdserve::gpu {
 
 struct RandomizedSvdOptions {
-  // Extra sketch columns beyond the rank, and subspace iterations. 64 and 3 give a worst rank-64
-  // error ratio of 1.00009 (256^2) and 1.0004 (1024^2) on the test photos; 32 and 2 give 1.006
-  // and 1.008 (tests/bench/rsvd_prototype.py).
-  int oversampling = 64;
-  int power_iterations = 3;
+  // Extra sketch columns beyond the rank, and subspace iterations. Measured on the H100
+  // (svdserve_rsvd_bench, rank 64, photos): 32 and 4 give error ratios 1.00006 (256^2) and
+  // 1.0003 (1024^2) at 31,100 and 4,500 matrices/s; 64 and 3 give 1.000003 and 1.00005 at only
+  // 13,500 and 2,900/s (the Jacobi and Cholesky kernels grow as l^3); 32 and 2 miss 1.001
+  // (1.006, 1.008 in tests/bench/rsvd_prototype.py).
+  int oversampling = 32;
+  int power_iterations = 4;
   uint64_t seed = 0x5eed'2024'0b5e'55edULL;
   // Jacobi rotates while |g_pq| > tol sqrt(g_pp g_qq). 1e-14 is float64 noise; the fp32 outputs
   // only need the eigenvectors to ~1e-7, i.e. tol / (relative eigenvalue gap), so a looser

@@ -242,21 +242,22 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
   return "unknown";
 }
 
-// Rank cut-offs from the first H100 run of svdserve_reconstruct_bench (tile64/tile128 only):
-// tile128 beat tile64 from k = 64 up (and tied at k <= 16), so it takes everything low_rank
-// cannot. low_rank is predicted to win wherever it applies (k <= 16: store- and latency-bound);
-// its limit is its shared-memory design, not a measurement.
+// From the H100 runs of svdserve_reconstruct_bench (docs/PERFORMANCE.md, "Kernel"): tile128 is
+// the fastest u8 variant at every size and rank measured (k = 1..256), including k <= 16 where
+// low_rank was predicted to win and measured 15-25 % slower. low_rank stays selectable by name
+// for that comparison; automatic never picks it.
 FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
                                uint32_t max_rank) noexcept {
   if (pixels == OutputPixels::f32) return FusedVariant::tile64;  // the others are u8 only
-  const bool low_rank_fits = max_rank <= fused_low_rank_max_rank();
   switch (requested) {
     case FusedVariant::tile64:
     case FusedVariant::tile128: return requested;
     case FusedVariant::low_rank:
+      return max_rank <= fused_low_rank_max_rank() ? FusedVariant::low_rank
+                                                   : FusedVariant::tile128;
     case FusedVariant::automatic: break;
   }
-  return low_rank_fits ? FusedVariant::low_rank : FusedVariant::tile128;
+  return FusedVariant::tile128;
 }
 
 void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,

@@ -532,9 +532,9 @@ TEST_F(GpuReconstructTest, FusedRejectsMoreThanFourChannels) {
 TEST(FusedVariantChoice, ByOutputTypeAndRank) {
   using gpu::FusedVariant;
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 1),
-            FusedVariant::low_rank);
+            FusedVariant::tile128);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 16),
-            FusedVariant::low_rank);
+            FusedVariant::tile128);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 17),
             FusedVariant::tile128);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 256),
