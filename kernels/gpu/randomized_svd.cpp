@@ -110,7 +110,8 @@ RandomizedSvd::RandomizedSvd(StreamView stream, cublasHandle_t cublas,
     : stream_(stream), cublas_(cublas) {}
 
 int RandomizedSvd::sketch_columns(int n, int rank, const RandomizedSvdOptions& options) {
-  return std::min({rank + std::max(options.oversampling, 0), n, kMaxSketchColumns});
+  const int wanted = std::max(rank + std::max(options.oversampling, 0), options.min_sketch_columns);
+  return std::min({wanted, n, kMaxSketchColumns});
 }
 
 void RandomizedSvd::orthonormalise(float*& x, float*& spare, int rows, int l, int count,

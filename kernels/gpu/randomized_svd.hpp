@@ -34,6 +34,10 @@ struct RandomizedSvdOptions {
   // (1.006, 1.008 in tests/bench/rsvd_prototype.py).
   int oversampling = 32;
   int power_iterations = 4;
+  // The sketch is never narrower than this (up to n): small ranks get the accuracy of rank 64 at
+  // rank 64's cost. With l = rank + 32 alone, rank 16 (l = 48) left the 7th singular value of a
+  // gradient image 2e-4 off and baboon's rank-16 pixels 2 levels from LAPACK's (H100 run).
+  int min_sketch_columns = 96;
   uint64_t seed = 0x5eed'2024'0b5e'55edULL;
   // Jacobi rotates while |g_pq| > tol sqrt(g_pp g_qq). 1e-14 is float64 noise; the fp32 outputs
   // only need the eigenvectors to ~1e-7, i.e. tol / (relative eigenvalue gap), so a looser
@@ -66,7 +70,8 @@ class RandomizedSvd {
   // converge (the caller can redo that batch with an exact solver).
   void solve(const SvdBatch& batch, const RandomizedSvdOptions& options);
 
-  // Sketch width solve() uses for this shape: min(rank + oversampling, n, kMaxSketchColumns).
+  // Sketch width solve() uses for this shape:
+  // min(max(rank + oversampling, min_sketch_columns), n, kMaxSketchColumns).
   [[nodiscard]] static int sketch_columns(int n, int rank, const RandomizedSvdOptions& options);
 
  private:

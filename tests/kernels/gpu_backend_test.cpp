@@ -145,9 +145,12 @@ TEST_P(GpuBackendTest, MatchesFloat64ReferenceAndCpuBackend) {
         const auto gpu_u8 = reconstruct_u8(*gpu_, g, rank);
         const auto cpu_u8 = reconstruct_u8(*cpu_, *cpu_factors[i], rank);
         std::size_t differing = 0;
+        // The randomized SVD's subspace differs slightly from LAPACK's (its bound is on the
+        // error, checked above): measured up to 2 levels at rank 16 on baboon.
+        const int most_levels = c.method == gpu::SvdMethod::randomized ? 4 : 1;
         for (std::size_t p = 0; p < gpu_u8.size(); ++p) {
           const int d = std::abs(int{gpu_u8[p]} - int{cpu_u8[p]});
-          ASSERT_LE(d, 1) << "pixel value " << p;
+          ASSERT_LE(d, most_levels) << "pixel value " << p;
           differing += d != 0;
         }
         // The randomized SVD is held to its error bound (<= 1.001x optimal, checked above), not
