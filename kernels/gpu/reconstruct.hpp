@@ -34,11 +34,8 @@ struct ReconstructTask {
 //             memory: the better choice where the work is mostly rounding and storing (small k);
 //  - tile128: 128 x 128 tiles, 8 x 8 per thread; u8 only (f32 requests run tile64). Fewer
 //             shared loads and syncs per FMA: the better choice where FMAs dominate (larger k);
-//  - low_rank: ranks <= 16 only, u8 only (f32 requests run tile64, larger ranks tile128).
-//             Persistent blocks over 64 x 64 tiles that fetch a tile's whole factor set while
-//             the previous tile is computed: for small k, where the work is rounding and storing;
-//  - automatic: by output type and the batch's largest rank (fused_variant_for).
-enum class FusedVariant : uint8_t { automatic, tile64, tile128, low_rank };
+//  - automatic: by output type: tile128 for u8 at every rank (measured fastest), tile64 for f32.
+enum class FusedVariant : uint8_t { automatic, tile64, tile128 };
 
 [[nodiscard]] const char* fused_variant_name(FusedVariant variant) noexcept;
 

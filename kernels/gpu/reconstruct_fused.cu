@@ -237,24 +237,19 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
     case FusedVariant::automatic: return "automatic";
     case FusedVariant::tile64: return "tile64";
     case FusedVariant::tile128: return "tile128";
-    case FusedVariant::low_rank: return "low_rank";
   }
   return "unknown";
 }
 
 // From the H100 runs of svdserve_reconstruct_bench (docs/PERFORMANCE.md, "Kernel"): tile128 is
-// the fastest u8 variant at every size and rank measured (k = 1..256), including k <= 16 where
-// low_rank was predicted to win and measured 15-25 % slower. low_rank stays selectable by name
-// for that comparison; automatic never picks it.
+// the fastest u8 variant at every size and rank measured (k = 1..256). A persistent-block
+// variant for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
 FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
-                               uint32_t max_rank) noexcept {
+                               uint32_t /*max_rank*/) noexcept {
   if (pixels == OutputPixels::f32) return FusedVariant::tile64;  // the others are u8 only
   switch (requested) {
     case FusedVariant::tile64:
     case FusedVariant::tile128: return requested;
-    case FusedVariant::low_rank:
-      return max_rank <= fused_low_rank_max_rank() ? FusedVariant::low_rank
-                                                   : FusedVariant::tile128;
     case FusedVariant::automatic: break;
   }
   return FusedVariant::tile128;
@@ -272,9 +267,7 @@ void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t coun
     throw InvalidArgument("fused reconstruction: " + std::to_string(count) + " tasks of height " +
                           std::to_string(shape.height) + " exceed one launch's grid");
   }
-  if (chosen == FusedVariant::low_rank) {
-    launch_fused_low_rank_u8(tasks_device, count, shape, stream);
-  } else if (chosen == FusedVariant::tile128) {
+  if (chosen == FusedVariant::tile128) {
     launch_fused_tile128_u8(tasks_device, count, shape, stream);
   } else {
     launch_fused_tile64(tasks_device, count, shape, pixels, stream);

@@ -20,9 +20,4 @@ void launch_fused_tile128_u8(const ReconstructTask* tasks_device, uint32_t count
                              const ImageShape& shape, StreamView stream);
 [[nodiscard]] uint32_t fused_tile128_rows() noexcept;
 
-// reconstruct_fused_low_rank.cu: persistent blocks over 64 x 64 tiles, rank <= max, u8 only.
-void launch_fused_low_rank_u8(const ReconstructTask* tasks_device, uint32_t count,
-                              const ImageShape& shape, StreamView stream);
-[[nodiscard]] uint32_t fused_low_rank_max_rank() noexcept;
-
 }  // namespace svdserve::gpu

@@ -10,8 +10,7 @@
 // Each image of a batch has its own factors (no cache reuse across images), and the batch is
 // sized so the outputs total >= 256 MB (64 MB with --quick). Every fused result is compared with
 // the cuBLAS result: at most 1 grey level apart, in at most 0.1% of the values; the variants must
-// agree with each other bit for bit (same summation order). A variant that does not apply to a
-// rank (low_rank above 16) shows "-". Before the table, the kernels' 2-instruction rounding
+// agree with each other bit for bit (same summation order). Before the table, the kernels' 2-instruction rounding
 // (round_to_u8_bits) is checked against round_to_u8 on all 2^32 floats.
 // Targets (from the performance issue): fused >= 80% of floor everywhere, >= 1.5x cuBLAS for
 // k <= 64. "auto" is the variant launch_fused_reconstruct picks; targets are judged on it.
@@ -51,8 +50,7 @@ constexpr double kMaxDisagreement = 1e-3;  // fraction of u8 values fused and cu
 constexpr double kFloorTarget = 0.8;
 constexpr double kSpeedupTarget = 1.5;
 constexpr uint32_t kSpeedupTargetMaxRank = 64;
-constexpr FusedVariant kVariants[] = {FusedVariant::tile64, FusedVariant::tile128,
-                                      FusedVariant::low_rank};
+constexpr FusedVariant kVariants[] = {FusedVariant::tile64, FusedVariant::tile128};
 constexpr std::size_t kVariantCount = std::size(kVariants);
 
 struct Options {
@@ -435,11 +433,10 @@ class ShapeRun {
 // Output
 
 void print_header() {
-  std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %10s %8s %7s %7s %7s %7s %7s %6s  %s\n",
+  std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %8s %7s %7s %7s %7s %6s  %s\n",
               "shape", "c", "batch", "rank", "floor_ms", "bound", "tile64_ms", "tile128_ms",
-              "lowrank_ms", "cublas_ms", "auto", "%floor", "%fl_t64", "%fl_128", "%fl_low",
-              "%fl_cub", "x_cub",
-              "check (max diff, differing vs cuBLAS: t64; t128; low; variants identical)");
+              "cublas_ms", "auto", "%floor", "%fl_t64", "%fl_128", "%fl_cub", "x_cub",
+              "check (max diff, differing vs cuBLAS: t64; t128; variants identical)");
 }
 
 // "-" for a variant that does not apply to the row's rank.
@@ -459,23 +456,19 @@ void print_row(const Row& r) {
   const std::string shape = std::to_string(r.shape.width) + "x" + std::to_string(r.shape.height);
   const VariantResult& t64 = r.result(FusedVariant::tile64);
   const VariantResult& t128 = r.result(FusedVariant::tile128);
-  const VariantResult& low = r.result(FusedVariant::low_rank);
   bool identical = true;
   for (const VariantResult& v : r.variants) identical = identical && v.identical_to_tile64;
-  std::printf("%-10s %2u %5u %4u %8.3f %5s %10s %10s %10s %10.3f %8s %6.1f%% %7s %7s %7s "
-              "%6.1f%% %6.2f  %s (%s; %s; %s; %s)\n",
+  std::printf("%-10s %2u %5u %4u %8.3f %5s %10s %10s %10.3f %8s %6.1f%% %7s %7s "
+              "%6.1f%% %6.2f  %s (%s; %s; %s)\n",
               shape.c_str(), r.shape.channels, r.batch, r.rank, r.floor_ms,
               r.floor_is_bandwidth ? "bytes" : "fma", cell(t64, t64.ms, "%.3f").c_str(),
-              cell(t128, t128.ms, "%.3f").c_str(), cell(low, low.ms, "%.3f").c_str(),
-              r.cublas_ms, gpu::fused_variant_name(r.chosen),
-              r.percent_of_floor(r.automatic().ms),
+              cell(t128, t128.ms, "%.3f").c_str(), r.cublas_ms,
+              gpu::fused_variant_name(r.chosen), r.percent_of_floor(r.automatic().ms),
               cell(t64, r.percent_of_floor(t64.ms), "%.1f%%").c_str(),
               cell(t128, r.percent_of_floor(t128.ms), "%.1f%%").c_str(),
-              cell(low, r.percent_of_floor(low.ms), "%.1f%%").c_str(),
               r.percent_of_floor(r.cublas_ms), r.cublas_ms / r.automatic().ms,
               r.correct() ? "PASS" : "FAIL", difference_cell(t64).c_str(),
-              difference_cell(t128).c_str(), difference_cell(low).c_str(),
-              identical ? "yes" : "NO");
+              difference_cell(t128).c_str(), identical ? "yes" : "NO");
 }
 
 void write_json(const std::string& path, const std::string& device, const Limits& limits,

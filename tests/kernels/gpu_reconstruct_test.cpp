@@ -9,11 +9,9 @@
 //  - fused vs cuBLAS u8: they sum in different orders, so a value within a few ulps of a .5
 //    boundary may round either way. Differences must be exactly 1 level and at most 0.1% of the
 //    values (at least one allowed, for the tiny images);
-//  - fused variants (tile64, tile128, low_rank) sum in the same order: their u8 outputs must be
-//    identical.
-// Every fused variant runs explicitly on every case (tile128 and low_rank run u8 only, low_rank
-// ranks <= 16 only; other requests run tile64 or tile128 by contract), and the automatic choice
-// is what the backend uses.
+//  - fused variants (tile64, tile128) sum in the same order: their u8 outputs must be identical.
+// Every fused variant runs explicitly on every case (tile128 runs u8 only; f32 requests run tile64
+// by contract), and the automatic choice is what the backend uses.
 // Every output value is checked to be written: u8 runs twice, over poison bytes 0xAB and 0x54,
 // and both runs must agree; f32 runs over all-ones bytes (a NaN) and must hold no NaN. Guard
 // bytes before and after the outputs must keep their poison.
@@ -166,16 +164,14 @@ std::string position(const ImageShape& shape, std::size_t index) {
 // ---------------------------------------------------------------------------------------------
 // Running the two paths
 
-enum class Path { fused_tile64, fused_tile128, fused_low_rank, cublas };
-constexpr Path kPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::fused_low_rank,
-                           Path::cublas};
-constexpr Path kFusedPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::fused_low_rank};
+enum class Path { fused_tile64, fused_tile128, cublas };
+constexpr Path kPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::cublas};
+constexpr Path kFusedPaths[] = {Path::fused_tile64, Path::fused_tile128};
 
 const char* path_name(Path path) {
   switch (path) {
     case Path::fused_tile64: return "fused tile64";
     case Path::fused_tile128: return "fused tile128";
-    case Path::fused_low_rank: return "fused low_rank";
     case Path::cublas: return "cuBLAS";
   }
   return "?";
@@ -184,7 +180,6 @@ const char* path_name(Path path) {
 gpu::FusedVariant variant_of(Path path) {
   switch (path) {
     case Path::fused_tile128: return gpu::FusedVariant::tile128;
-    case Path::fused_low_rank: return gpu::FusedVariant::low_rank;
     case Path::fused_tile64:
     case Path::cublas: break;
   }
@@ -420,10 +415,9 @@ std::vector<ShapeCase> shape_cases() {
   add("rank_256", ImageShape{4096, 260, 3}, 256);
   add("rank_256", ImageShape{300, 257, 4}, 256);
   add("hd_strip", ImageShape{1920, 70, 3}, 64);
-  // low_rank: more tiles than resident blocks (each block walks several, across the tasks'
-  // rows), and the byte-wise staging path of unaligned rows (odd width) below.
-  add("hd_low_rank", ImageShape{1920, 1080, 3}, 16);
-  add("hd_low_rank", ImageShape{1920, 1080, 4}, 3);
+  // Full HD at small ranks, 3 and 4 channels.
+  add("hd", ImageShape{1920, 1080, 3}, 16);
+  add("hd", ImageShape{1920, 1080, 4}, 3);
   // Odd width: no row of the output starts 16-byte aligned in a regular pattern.
   for (const uint32_t channels : {1U, 3U}) {
     const ImageShape shape{333, 130, channels};
@@ -539,21 +533,15 @@ TEST(FusedVariantChoice, ByOutputTypeAndRank) {
             FusedVariant::tile128);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 256),
             FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::low_rank, OutputPixels::u8, 16),
-            FusedVariant::low_rank);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::low_rank, OutputPixels::u8, 64),
-            FusedVariant::tile128)
-      << "low_rank holds ranks <= 16 only";
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 1),
             FusedVariant::tile128);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile64, OutputPixels::u8, 256),
             FusedVariant::tile64);
   for (const FusedVariant requested :
-       {FusedVariant::automatic, FusedVariant::tile64, FusedVariant::tile128,
-        FusedVariant::low_rank}) {
+       {FusedVariant::automatic, FusedVariant::tile64, FusedVariant::tile128}) {
     for (const uint32_t rank : {1U, 256U}) {
       EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, rank), FusedVariant::tile64)
-          << "tile128 and low_rank are u8 only";
+          << "tile128 is u8 only";
     }
   }
 }
