@@ -21,6 +21,7 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "kernels/gpu/device_memory_pool.hpp"
 #include "kernels/gpu/gpu_backend.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
+#include "tests/bench/bench_args.hpp"
 #include "tests/bench/bench_limits.hpp"
 
 namespace {
@@ -172,17 +174,10 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string json_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--quick") quick = true;
-    else if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
-  }
-  if (!gpu::cuda_device_available()) {
-    std::fprintf(stderr, "no CUDA device\n");
-    return 1;
-  }
+  const std::optional<bench::BenchArgs> args = bench::parse_bench_args(argc, argv);
+  if (!args) return 1;
+  const bool quick = args->quick;
+  const std::string& json_path = args->json_path;
   const double d2h = bench::pinned_d2h_gb_per_s();
   std::printf("pinned D2H %.1f GB/s, pinned H2D %.1f GB/s\n", d2h, bench::pinned_h2d_gb_per_s());
 
