@@ -34,8 +34,11 @@ struct ReconstructTask {
 //             memory: the better choice where the work is mostly rounding and storing (small k);
 //  - tile128: 128 x 128 tiles, 8 x 8 per thread; u8 only (f32 requests run tile64). Fewer
 //             shared loads and syncs per FMA: the better choice where FMAs dominate (larger k);
-//  - automatic: by output type: tile128 for u8 at every rank (measured fastest), tile64 for f32.
-enum class FusedVariant : uint8_t { automatic, tile64, tile128 };
+//  - rows:    4 rows x 16 pixels per thread straight from registers, no shared tile; u8 only.
+//             For k of 1 or 2, where rounding and storing cost more than the FMAs;
+//  - automatic: by output type and rank (measured fastest): rows for u8 up to rank 2, tile128
+//               for larger u8 ranks, tile64 for f32.
+enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows };
 
 [[nodiscard]] const char* fused_variant_name(FusedVariant variant) noexcept;
 

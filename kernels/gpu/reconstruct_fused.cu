@@ -237,22 +237,27 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
     case FusedVariant::automatic: return "automatic";
     case FusedVariant::tile64: return "tile64";
     case FusedVariant::tile128: return "tile128";
+    case FusedVariant::rows: return "rows";
   }
   return "unknown";
 }
 
-// From the H100 runs of svdserve_reconstruct_bench (docs/PERFORMANCE.md, "Kernel"): tile128 is
-// the fastest u8 variant at every size and rank measured (k = 1..256). A persistent-block
-// variant for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
+// From the H100 runs of svdserve_reconstruct_bench (docs/PERFORMANCE.md, "Kernel"): rows is the
+// fastest u8 variant at k = 1 (57-63 % of the floor against tile128's 46-53 %) and slower from
+// k = 4 on; tile128 is the fastest everywhere else. A persistent-block variant for k <= 16 was
+// predicted to win there, measured 15-25 % slower, and removed.
+constexpr uint32_t kRowsMaxRank = 2;
+
 FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
-                               uint32_t /*max_rank*/) noexcept {
+                               uint32_t max_rank) noexcept {
   if (pixels == OutputPixels::f32) return FusedVariant::tile64;  // the others are u8 only
   switch (requested) {
     case FusedVariant::tile64:
-    case FusedVariant::tile128: return requested;
+    case FusedVariant::tile128:
+    case FusedVariant::rows: return requested;
     case FusedVariant::automatic: break;
   }
-  return FusedVariant::tile128;
+  return max_rank <= kRowsMaxRank ? FusedVariant::rows : FusedVariant::tile128;
 }
 
 void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
@@ -269,6 +274,8 @@ void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t coun
   }
   if (chosen == FusedVariant::tile128) {
     launch_fused_tile128_u8(tasks_device, count, shape, stream);
+  } else if (chosen == FusedVariant::rows) {
+    launch_fused_rows_u8(tasks_device, count, shape, stream);
   } else {
     launch_fused_tile64(tasks_device, count, shape, pixels, stream);
   }

@@ -15,7 +15,8 @@
 // Targets (from the performance issue): fused >= 80% of floor everywhere, >= 1.5x cuBLAS for
 // k <= 64. "auto" is the variant launch_fused_reconstruct picks; targets are judged on it.
 //
-// usage: svdserve_reconstruct_bench [--quick] [--json FILE] [--channels N]
+// usage: svdserve_reconstruct_bench [--quick] [--json FILE] [--channels N] [--size WxH] [--rank K]
+// (--size: one shape of the table; --rank: any one rank instead of 1, 16, 64, 256; e.g. for ncu).
 // Exit status: 0 when every correctness check passes (targets are reported, not enforced), 1 on a
 // correctness failure, 2 on bad usage or no device.
 
@@ -50,13 +51,17 @@ constexpr double kMaxDisagreement = 1e-3;  // fraction of u8 values fused and cu
 constexpr double kFloorTarget = 0.8;
 constexpr double kSpeedupTarget = 1.5;
 constexpr uint32_t kSpeedupTargetMaxRank = 64;
-constexpr FusedVariant kVariants[] = {FusedVariant::tile64, FusedVariant::tile128};
+constexpr FusedVariant kVariants[] = {FusedVariant::tile64, FusedVariant::tile128,
+                                      FusedVariant::rows};
 constexpr std::size_t kVariantCount = std::size(kVariants);
 
 struct Options {
   bool quick = false;
   std::string json_path;
   uint32_t channels = 3;
+  uint32_t only_width = 0;  // --size WxH: just this shape (for profiling with ncu/nsys)
+  uint32_t only_height = 0;
+  uint32_t only_rank = 0;   // --rank K: just this rank
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -261,7 +266,9 @@ __global__ void count_rounding_mismatches_kernel(unsigned long long* __restrict_
   for (uint64_t bits = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; bits <= UINT32_MAX;
        bits += stride) {
     const float value = __uint_as_float(static_cast<uint32_t>(bits));
-    local += gpu::detail::round_to_u8_bits(value) != uint32_t{round_to_u8(value)} ? 1 : 0;
+    const uint32_t expected = round_to_u8(value);
+    local += gpu::detail::round_to_u8_bits(value) != expected ? 1 : 0;
+    local += (gpu::detail::round_to_u8_packable(value) & 0xFFU) != expected ? 1 : 0;
   }
   if (local != 0) atomicAdd(mismatches, local);
 }
@@ -433,10 +440,11 @@ class ShapeRun {
 // Output
 
 void print_header() {
-  std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %8s %7s %7s %7s %7s %6s  %s\n",
+  std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %10s %8s %7s %7s %7s %7s %7s %6s  %s\n",
               "shape", "c", "batch", "rank", "floor_ms", "bound", "tile64_ms", "tile128_ms",
-              "cublas_ms", "auto", "%floor", "%fl_t64", "%fl_128", "%fl_cub", "x_cub",
-              "check (max diff, differing vs cuBLAS: t64; t128; variants identical)");
+              "rows_ms", "cublas_ms", "auto", "%floor", "%fl_t64", "%fl_128", "%fl_row",
+              "%fl_cub", "x_cub",
+              "check (max diff, differing vs cuBLAS: t64; t128; rows; variants identical)");
 }
 
 // "-" for a variant that does not apply to the row's rank.
@@ -456,19 +464,23 @@ void print_row(const Row& r) {
   const std::string shape = std::to_string(r.shape.width) + "x" + std::to_string(r.shape.height);
   const VariantResult& t64 = r.result(FusedVariant::tile64);
   const VariantResult& t128 = r.result(FusedVariant::tile128);
+  const VariantResult& rows = r.result(FusedVariant::rows);
   bool identical = true;
   for (const VariantResult& v : r.variants) identical = identical && v.identical_to_tile64;
-  std::printf("%-10s %2u %5u %4u %8.3f %5s %10s %10s %10.3f %8s %6.1f%% %7s %7s "
-              "%6.1f%% %6.2f  %s (%s; %s; %s)\n",
+  std::printf("%-10s %2u %5u %4u %8.3f %5s %10s %10s %10s %10.3f %8s %6.1f%% %7s %7s %7s "
+              "%6.1f%% %6.2f  %s (%s; %s; %s; %s)\n",
               shape.c_str(), r.shape.channels, r.batch, r.rank, r.floor_ms,
               r.floor_is_bandwidth ? "bytes" : "fma", cell(t64, t64.ms, "%.3f").c_str(),
-              cell(t128, t128.ms, "%.3f").c_str(), r.cublas_ms,
-              gpu::fused_variant_name(r.chosen), r.percent_of_floor(r.automatic().ms),
+              cell(t128, t128.ms, "%.3f").c_str(), cell(rows, rows.ms, "%.3f").c_str(),
+              r.cublas_ms, gpu::fused_variant_name(r.chosen),
+              r.percent_of_floor(r.automatic().ms),
               cell(t64, r.percent_of_floor(t64.ms), "%.1f%%").c_str(),
               cell(t128, r.percent_of_floor(t128.ms), "%.1f%%").c_str(),
+              cell(rows, r.percent_of_floor(rows.ms), "%.1f%%").c_str(),
               r.percent_of_floor(r.cublas_ms), r.cublas_ms / r.automatic().ms,
               r.correct() ? "PASS" : "FAIL", difference_cell(t64).c_str(),
-              difference_cell(t128).c_str(), identical ? "yes" : "NO");
+              difference_cell(t128).c_str(), difference_cell(rows).c_str(),
+              identical ? "yes" : "NO");
 }
 
 void write_json(const std::string& path, const std::string& device, const Limits& limits,
@@ -522,6 +534,12 @@ bool parse(int argc, char** argv, Options& options) {
     } else if (arg == "--channels" && i + 1 < argc) {
       options.channels = static_cast<uint32_t>(std::atoi(argv[++i]));
       if (options.channels < 1 || options.channels > 4) return false;
+    } else if (arg == "--size" && i + 1 < argc) {
+      if (std::sscanf(argv[++i], "%ux%u", &options.only_width, &options.only_height) != 2) {
+        return false;
+      }
+    } else if (arg == "--rank" && i + 1 < argc) {
+      options.only_rank = static_cast<uint32_t>(std::atoi(argv[++i]));
     } else {
       return false;
     }
@@ -539,7 +557,7 @@ int run(const Options& options) {
   std::printf("device: %s, %d SMs\n", props.name, props.multiProcessorCount);
 
   const unsigned long long mismatches = rounding_mismatches(stream.view());
-  std::printf("rounding (round_to_u8_bits vs round_to_u8, all 2^32 floats): %s (%llu differ)\n",
+  std::printf("rounding (round_to_u8_bits and round_to_u8_packable vs round_to_u8, all 2^32 floats): %s (%llu differ)\n",
               mismatches == 0 ? "PASS" : "FAIL", mismatches);
 
   Limits limits;
@@ -565,11 +583,20 @@ int run(const Options& options) {
   print_header();
   std::vector<Row> rows;
   for (const Size size : kSizes) {
+    if (options.only_width != 0 &&
+        (size.width != options.only_width || size.height != options.only_height)) {
+      continue;
+    }
     const ImageShape shape{size.width, size.height, options.channels};
     std::vector<uint32_t> ranks;
-    for (const uint32_t rank : kRanks) {
-      if (rank <= shape.full_rank()) ranks.push_back(rank);
+    if (options.only_rank != 0) {
+      if (options.only_rank <= shape.full_rank()) ranks.push_back(options.only_rank);
+    } else {
+      for (const uint32_t rank : kRanks) {
+        if (rank <= shape.full_rank()) ranks.push_back(rank);
+      }
     }
+    if (ranks.empty()) continue;
     const auto batch = static_cast<uint32_t>(std::clamp<std::size_t>(
         (target_out_bytes + shape.values() - 1) / shape.values(), 1, kMaxBatch));
     ShapeRun shape_run(shape, *std::max_element(ranks.begin(), ranks.end()), batch, stream.view());
@@ -606,7 +633,9 @@ int run(const Options& options) {
 int main(int argc, char** argv) {
   Options options;
   if (!parse(argc, argv, options)) {
-    std::fprintf(stderr, "usage: svdserve_reconstruct_bench [--quick] [--json FILE] [--channels 1..4]\n");
+    std::fprintf(stderr,
+                 "usage: svdserve_reconstruct_bench [--quick] [--json FILE] [--channels 1..4] "
+                 "[--size WxH] [--rank K]\n");
     return 2;
   }
   if (!gpu::cuda_device_available()) {

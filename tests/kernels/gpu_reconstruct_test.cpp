@@ -9,8 +9,10 @@
 //  - fused vs cuBLAS u8: they sum in different orders, so a value within a few ulps of a .5
 //    boundary may round either way. Differences must be exactly 1 level and at most 0.1% of the
 //    values (at least one allowed, for the tiny images);
-//  - fused variants (tile64, tile128) sum in the same order: their u8 outputs must be identical.
-// Every fused variant runs explicitly on every case (tile128 runs u8 only; f32 requests run tile64
+//  - fused variants (tile64, tile128, rows) sum in the same order: their u8 outputs must be
+//    identical.
+// Every fused variant runs explicitly on every case (tile128 and rows run u8 only; f32 requests
+// run tile64
 // by contract), and the automatic choice is what the backend uses.
 // Every output value is checked to be written: u8 runs twice, over poison bytes 0xAB and 0x54,
 // and both runs must agree; f32 runs over all-ones bytes (a NaN) and must hold no NaN. Guard
@@ -164,14 +166,16 @@ std::string position(const ImageShape& shape, std::size_t index) {
 // ---------------------------------------------------------------------------------------------
 // Running the two paths
 
-enum class Path { fused_tile64, fused_tile128, cublas };
-constexpr Path kPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::cublas};
-constexpr Path kFusedPaths[] = {Path::fused_tile64, Path::fused_tile128};
+enum class Path { fused_tile64, fused_tile128, fused_rows, cublas };
+constexpr Path kPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::fused_rows,
+                           Path::cublas};
+constexpr Path kFusedPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::fused_rows};
 
 const char* path_name(Path path) {
   switch (path) {
     case Path::fused_tile64: return "fused tile64";
     case Path::fused_tile128: return "fused tile128";
+    case Path::fused_rows: return "fused rows";
     case Path::cublas: return "cuBLAS";
   }
   return "?";
@@ -180,6 +184,7 @@ const char* path_name(Path path) {
 gpu::FusedVariant variant_of(Path path) {
   switch (path) {
     case Path::fused_tile128: return gpu::FusedVariant::tile128;
+    case Path::fused_rows: return gpu::FusedVariant::rows;
     case Path::fused_tile64:
     case Path::cublas: break;
   }
@@ -526,6 +531,10 @@ TEST_F(GpuReconstructTest, FusedRejectsMoreThanFourChannels) {
 TEST(FusedVariantChoice, ByOutputTypeAndRank) {
   using gpu::FusedVariant;
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 1),
+            FusedVariant::rows);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 2),
+            FusedVariant::rows);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3),
             FusedVariant::tile128);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 16),
             FusedVariant::tile128);
@@ -537,11 +546,12 @@ TEST(FusedVariantChoice, ByOutputTypeAndRank) {
             FusedVariant::tile128);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile64, OutputPixels::u8, 256),
             FusedVariant::tile64);
-  for (const FusedVariant requested :
-       {FusedVariant::automatic, FusedVariant::tile64, FusedVariant::tile128}) {
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::rows, OutputPixels::u8, 256), FusedVariant::rows);
+  for (const FusedVariant requested : {FusedVariant::automatic, FusedVariant::tile64,
+                                       FusedVariant::tile128, FusedVariant::rows}) {
     for (const uint32_t rank : {1U, 256U}) {
       EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, rank), FusedVariant::tile64)
-          << "tile128 is u8 only";
+          << "tile128 and rows are u8 only";
     }
   }
 }

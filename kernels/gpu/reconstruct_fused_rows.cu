@@ -1,0 +1,230 @@
+// Fused reconstruction for small ranks (FusedVariant::rows), u8 output only:
+// out = round_to_u8(US_k V_k^T), each thread writing its pixels straight from registers.
+//
+// Why a third kernel: at k = 1 the reconstruction moves 1 byte per output value and does one FMA
+// for it, so everything besides the FMA counts. tile128 (reconstruct_fused_tile128.cu) spends
+// per value one STS.U8 into its staging tile (2.9-way bank conflicts in Nsight Compute), one F2I
+// (a quarter-rate conversion: at k = 1 it alone needs ~80 % of the time the memory floor allows)
+// and a share of the copy-out. Here:
+//  - no shared tile and no __syncthreads: a thread owns 4 rows x 16 pixels (all channels); 16
+//    pixels are 16 * C bytes, i.e. exactly C aligned 16-byte stores per row for any C;
+//  - factors come straight from global memory (L1/L2: a warp's threads share the U rows and
+//    neighbouring threads the V columns): per k, one float4 of US and four of V feed 64 FMAs;
+//  - rounding without F2I (round_to_u8_packable): FFMA.SAT, FADD.RM, IMNMX, all full or half
+//    rate, and the byte lands in place with one PRMT;
+//  - stores are transposed through a small per-warp buffer so that each STG.128 of a warp writes
+//    512 contiguous bytes; a thread's own 16 * C bytes at a lane stride of 16 * C make every
+//    store instruction touch half sectors only (measured: 52 % of the floor at k = 1 instead of
+//    62 %).
+// Measured on the H100 (svdserve_reconstruct_bench): k = 1: 57-63 % of the floor (tile128
+// 46-53 %); k = 4: 36-39 % (tile128 39-44 %); k = 16: 20 % (tile128 39 %), bound by L1 traffic of
+// the factor loads that tile128 shares through shared memory. So it serves k <= 2 only. One
+// row per thread (75 registers, 24 warps per SM instead of 12) was slower: 40-44 % at k = 1,
+// stalled on the staging round trip with less independent work per warp.
+// Summation per output is k = 0, 1, ..., rank - 1, one fmaf each, from 0, like tile64 and
+// tile128: all variants give identical pixels.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kernels/errors.hpp"
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/reconstruct_fused_variants.hpp"
+#include "kernels/gpu/reconstruct_tile_io.cuh"
+
+namespace svdserve::gpu {
+namespace {
+
+using detail::kStoreBytes;
+
+constexpr uint32_t kGroupPixels = 16;  // a thread's columns
+constexpr uint32_t kRows = 4;          // a thread's rows: one float4 of US per k
+constexpr uint32_t kThreads = 128;
+constexpr uint32_t kWarpSize = 32;
+constexpr uint32_t kWarps = kThreads / kWarpSize;
+constexpr uint32_t kMaxChannels = 4;
+constexpr uint32_t kNoStore = 0xFFFFFFFFU;  // staged chunk that its owner wrote itself
+
+// A thread's 16 pixels of one row, interleaved like the output: 16 * C bytes in 4 * C words.
+template <uint32_t kChannels>
+constexpr uint32_t kGroupWords = kGroupPixels * kChannels / 4;
+
+// One warp's chunks of one row in flight to the coalesced store: chunk (lane * C + i) is the
+// i-th 16 bytes of that lane's pixels, `offset` its place in the output (bytes from task.out).
+template <uint32_t kChannels>
+struct WarpStaging {
+  uint4 data[kWarpSize * kChannels];
+  uint32_t offset[kWarpSize * kChannels];
+};
+
+// Inserts `byte_bits`'s low byte at byte `position` of `word` (one PRMT).
+__device__ __forceinline__ uint32_t insert_byte(uint32_t word, uint32_t byte_bits,
+                                                uint32_t position) {
+  constexpr uint32_t kSelectors[4] = {0x3214, 0x3240, 0x3410, 0x4210};
+  return __byte_perm(word, byte_bits, kSelectors[position]);
+}
+
+// acc[r][p] += US[row0 + r][k] * V[col0 + p][k] for k = 0 .. rank - 1. `fast`: all 4 rows and
+// 16 columns inside the image and both factors float4-aligned, so plain vector loads suffice.
+__device__ __forceinline__ void accumulate(float (&acc)[kRows][kGroupPixels], const float* us,
+                                           const float* v, uint32_t height, uint32_t width,
+                                           uint32_t rank, uint32_t row0, uint32_t col0,
+                                           bool fast) {
+  if (fast) {
+    const float* us_k = us + row0;
+    const float* v_k = v + col0;
+#pragma unroll 2
+    for (uint32_t k = 0; k < rank; ++k, us_k += height, v_k += width) {
+      const float4 a4 = __ldg(reinterpret_cast<const float4*>(us_k));
+      float4 b4[kGroupPixels / 4];
+#pragma unroll
+      for (uint32_t q = 0; q < kGroupPixels / 4; ++q) {
+        b4[q] = __ldg(reinterpret_cast<const float4*>(v_k) + q);
+      }
+      const float a[kRows] = {a4.x, a4.y, a4.z, a4.w};
+      const float* b = reinterpret_cast<const float*>(b4);
+#pragma unroll
+      for (uint32_t r = 0; r < kRows; ++r) {
+#pragma unroll
+        for (uint32_t p = 0; p < kGroupPixels; ++p) acc[r][p] = fmaf(a[r], b[p], acc[r][p]);
+      }
+    }
+    return;
+  }
+  const bool us_aligned = detail::vector_aligned(us, height);
+  const bool v_aligned = detail::vector_aligned(v, width);
+#pragma unroll 1
+  for (uint32_t k = 0; k < rank; ++k) {
+    const float4 a4 = detail::load_four(us, height, k, rank, row0, height, us_aligned);
+    float4 b4[kGroupPixels / 4];
+#pragma unroll
+    for (uint32_t q = 0; q < kGroupPixels / 4; ++q) {
+      b4[q] = detail::load_four(v, width, k, rank, col0 + 4 * q, width, v_aligned);
+    }
+    const float a[kRows] = {a4.x, a4.y, a4.z, a4.w};
+    const float* b = reinterpret_cast<const float*>(b4);
+#pragma unroll
+    for (uint32_t r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (uint32_t p = 0; p < kGroupPixels; ++p) acc[r][p] = fmaf(a[r], b[p], acc[r][p]);
+    }
+  }
+}
+
+template <uint32_t kChannels>
+__global__ void __launch_bounds__(kThreads)
+    fused_reconstruct_rows_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
+                                  uint32_t width, uint32_t groups_per_row, uint32_t groups) {
+  constexpr uint32_t kWords = kGroupWords<kChannels>;
+  constexpr uint32_t kChunks = kChannels;  // 16-byte chunks per thread and row
+  __shared__ WarpStaging<kChannels> staging_of_warp[kWarps];
+  WarpStaging<kChannels>& staging = staging_of_warp[threadIdx.x / kWarpSize];
+  const uint32_t lane = threadIdx.x % kWarpSize;
+
+  const uint32_t group = blockIdx.x * kThreads + threadIdx.x;
+  const bool active = group < groups;  // inactive lanes still take part in the warp's stores
+  const uint32_t row0 = active ? group / groups_per_row * kRows : 0;
+  const uint32_t col0 = active ? group % groups_per_row * kGroupPixels : 0;
+  const ReconstructTask task = tasks[blockIdx.y];
+  const std::size_t plane = std::size_t{task.rank_kept};
+
+  uint32_t packed[kRows][kWords] = {};
+  if (active) {
+    const bool inside = row0 + kRows <= height && col0 + kGroupPixels <= width;
+#pragma unroll
+    for (uint32_t channel = 0; channel < kChannels; ++channel) {
+      const float* us = task.us + channel * height * plane;
+      const float* v = task.v + channel * width * plane;
+      const bool fast =
+          inside && detail::vector_aligned(us, height) && detail::vector_aligned(v, width);
+      float acc[kRows][kGroupPixels] = {};
+      accumulate(acc, us, v, height, width, task.rank, row0, col0, fast);
+#pragma unroll
+      for (uint32_t r = 0; r < kRows; ++r) {
+#pragma unroll
+        for (uint32_t p = 0; p < kGroupPixels; ++p) {
+          const uint32_t byte = p * kChannels + channel;
+          packed[r][byte / 4] = insert_byte(
+              packed[r][byte / 4], detail::round_to_u8_packable(acc[r][p]), byte % 4);
+        }
+      }
+    }
+  }
+
+  const std::size_t row_bytes = std::size_t{width} * kChannels;
+  auto* const out = static_cast<unsigned char*>(task.out);
+#pragma unroll
+  for (uint32_t r = 0; r < kRows; ++r) {
+    const uint32_t row = row0 + r;
+    const std::size_t first_byte = row * row_bytes + std::size_t{col0} * kChannels;
+    unsigned char* const segment = out + first_byte;
+    const bool row_inside = active && row < height;
+    // Whole and aligned: 16-byte stores. Otherwise (image edge, or a row that does not start
+    // 16-byte aligned) the owner writes its bytes one by one.
+    const bool whole = row_inside && col0 + kGroupPixels <= width &&
+                       detail::misalignment(reinterpret_cast<std::uintptr_t>(segment)) == 0;
+    if (row_inside && !whole) {
+      const uint32_t bytes = (min(width, col0 + kGroupPixels) - col0) * kChannels;
+#pragma unroll
+      for (uint32_t b = 0; b < kWords * 4; ++b) {  // unrolled: `packed` stays in registers
+        if (b < bytes) {
+          __stwb(segment + b, static_cast<unsigned char>(__byte_perm(packed[r][b / 4], 0, b % 4)));
+        }
+      }
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < kChunks; ++i) {
+      const uint32_t chunk = lane * kChunks + i;
+      staging.data[chunk] = make_uint4(packed[r][4 * i], packed[r][4 * i + 1],
+                                       packed[r][4 * i + 2], packed[r][4 * i + 3]);
+      staging.offset[chunk] =
+          whole ? static_cast<uint32_t>(first_byte) + i * kStoreBytes : kNoStore;
+    }
+    __syncwarp();
+#pragma unroll
+    for (uint32_t i = 0; i < kChunks; ++i) {
+      const uint32_t chunk = i * kWarpSize + lane;
+      const uint32_t offset = staging.offset[chunk];
+      if (offset != kNoStore) {
+        __stwb(reinterpret_cast<uint4*>(out + offset), staging.data[chunk]);
+      }
+    }
+    __syncwarp();
+  }
+}
+
+template <uint32_t kChannels>
+void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+            StreamView stream) {
+  const uint32_t groups_per_row = (shape.width + kGroupPixels - 1) / kGroupPixels;
+  const uint64_t groups = uint64_t{groups_per_row} * ((shape.height + kRows - 1) / kRows);
+  const dim3 grid(static_cast<uint32_t>((groups + kThreads - 1) / kThreads), count);
+  fused_reconstruct_rows_kernel<kChannels><<<grid, kThreads, 0, stream.value()>>>(
+      tasks_device, shape.height, shape.width, groups_per_row, static_cast<uint32_t>(groups));
+  SVDSERVE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void launch_fused_rows_u8(const ReconstructTask* tasks_device, uint32_t count,
+                          const ImageShape& shape, StreamView stream) {
+  // Byte offsets inside one output are 32-bit (staging): 4 GiB, far above max_image_* limits.
+  if (shape.values() >= std::size_t{kNoStore}) {
+    throw InvalidArgument("fused reconstruction (rows): an image of " +
+                          std::to_string(shape.values()) + " values is over 4 GiB");
+  }
+  switch (shape.channels) {
+    case 1: return launch<1>(tasks_device, count, shape, stream);
+    case 2: return launch<2>(tasks_device, count, shape, stream);
+    case 3: return launch<3>(tasks_device, count, shape, stream);
+    case 4: return launch<4>(tasks_device, count, shape, stream);
+    default: break;
+  }
+  throw InvalidArgument("fused reconstruction supports 1 to " + std::to_string(kMaxChannels) +
+                        " channels, not " + std::to_string(shape.channels));
+}
+
+}  // namespace svdserve::gpu
