@@ -88,7 +88,7 @@ void fill_reconstruction(Job& job, v1::ReconstructResponse* out) {
   out->set_rank(job.rank);
   out->set_relative_error(job.relative_error);
   out->set_format(job.format);
-  *out->mutable_pixels() = std::move(job.pixels);
+  *out->mutable_pixels() = job.pixels.take_string();
   fill_timings(job, out->mutable_timings());
 }
 
@@ -276,7 +276,7 @@ grpc::ServerUnaryReactor* SvdService::Compress(grpc::CallbackServerContext* ctx,
       response->set_rank(done.rank);
       response->set_relative_error(done.relative_error);
       response->set_format(done.format);
-      *response->mutable_pixels() = std::move(done.pixels);
+      *response->mutable_pixels() = done.pixels.take_string();
       fill_timings(done, response->mutable_timings());
       finish(reactor, "Compress", grpc::Status::OK);
     };
