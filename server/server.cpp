@@ -52,7 +52,8 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
       return LiveValues{pipeline_->decode_queue_depth(), pipeline_->compute_queue_depth(),
                         pipeline_->jobs_in_flight(),      store_->images_resident(),
                         store_->bytes_resident(),         store_->budget_bytes(),
-                        store_->evictions(),              backend_->metrics()};
+                        store_->evictions(),              pipeline_->host_buffer_stats(),
+                        backend_->metrics()};
     });
     stats_->attach(metrics_.get());
   }
