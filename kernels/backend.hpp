@@ -8,6 +8,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,29 @@ struct ReconstructItem {
   OutputPixels pixels = OutputPixels::u8;
   std::span<std::byte> output;       // shape.values() * bytes_per_value(pixels), HWC interleaved.
 };
+
+// Host memory that carries the function that frees it, so that it can outlive the call that made
+// it: a reconstruction's output goes on to gRPC, which sends it after the pipeline is done.
+struct HostMemoryFree {
+  void (*free)(void*) noexcept = nullptr;
+  void operator()(std::byte* pointer) const noexcept {
+    if (pointer != nullptr) free(pointer);
+  }
+};
+using HostMemory = std::unique_ptr<std::byte[], HostMemoryFree>;
+
+namespace detail {
+inline constexpr std::align_val_t kHostMemoryAlignment{64};  // a cache line
+inline void free_aligned_host_memory(void* pointer) noexcept {
+  ::operator delete(pointer, kHostMemoryAlignment);
+}
+}  // namespace detail
+
+// Ordinary host memory on a cache line, not zeroed.
+[[nodiscard]] inline HostMemory allocate_aligned_host_memory(std::size_t bytes) {
+  return HostMemory(static_cast<std::byte*>(::operator new(bytes, detail::kHostMemoryAlignment)),
+                    HostMemoryFree{&detail::free_aligned_host_memory});
+}
 
 // Device-side numbers for /metrics; the CPU backend has none.
 struct BackendMetrics {
@@ -77,6 +101,13 @@ class Backend {
       error = std::current_exception();
     }
     done(error);
+  }
+
+  // Host memory for reconstruct outputs, not zeroed (reconstruct writes every byte). The GPU
+  // backend gives page-locked memory, which its device-to-host copy fills directly instead of
+  // going through staging; this default gives ordinary memory. Throws when none is left.
+  [[nodiscard]] virtual HostMemory allocate_output_memory(std::size_t bytes) {
+    return allocate_aligned_host_memory(bytes);
   }
 
   [[nodiscard]] virtual BackendMetrics metrics() const { return {}; }

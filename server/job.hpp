@@ -13,6 +13,7 @@
 
 #include "kernels/factors.hpp"
 #include "kernels/image.hpp"
+#include "server/pixel_bytes.hpp"
 #include "svdserve/v1/svdserve.pb.h"
 
 namespace svdserve {
@@ -55,13 +56,16 @@ struct Job {
   uint32_t max_rank = 0;  // decompose
   RankSelection rank_choice;  // reconstruct, compress
   v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8;
+  // Raw pixels go into pool memory, which the response hands to gRPC as it is (the zero-copy
+  // Reconstruct path). Otherwise they go into a string, which a protobuf response takes.
+  bool pixels_in_pool = false;
 
   // Filled in on the way.
   DecodedImage image;                      // after decode
   std::shared_ptr<const Factors> factors;  // reconstruct: at admission; decompose: after compute
   uint32_t rank = 0;                       // the rank used (reconstruct, compress)
   double relative_error = 0.0;
-  std::string pixels;  // raw u8/f32 or PNG bytes
+  PixelBytes pixels;  // raw u8/f32 or PNG bytes
   std::vector<std::string> evicted_ids;
 
   // Control. Deadline and cancellation are checked at every stage boundary.

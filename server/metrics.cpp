@@ -63,6 +63,32 @@ class Metrics::LiveCollectable final : public prometheus::Collectable {
     eviction_metric.counter.value = static_cast<double>(v.evictions);
     evictions.metric.push_back(eviction_metric);
     out.push_back(evictions);
+    // Whether host_buffer_pool_bytes fits the load: fallbacks growing means it does not.
+    prometheus::MetricFamily pool{"svdserve_host_buffer_pool_bytes",
+                                  "Reconstruct response memory: pooled (lent out or idle, at most "
+                                  "the cap) and in use (lent out, pooled or fallback)",
+                                  prometheus::MetricType::Gauge, {}};
+    for (const auto& [state, bytes] : {std::pair{"pooled", v.host_buffers.pooled_bytes},
+                                       std::pair{"in_use", v.host_buffers.in_use_bytes},
+                                       std::pair{"capacity", v.host_buffers.capacity_bytes}}) {
+      prometheus::ClientMetric metric;
+      metric.label.push_back({"state", state});
+      metric.gauge.value = static_cast<double>(bytes);
+      pool.metric.push_back(metric);
+    }
+    out.push_back(pool);
+    prometheus::MetricFamily buffers{"svdserve_host_buffers_total",
+                                     "Reconstruct response buffers by where they came from",
+                                     prometheus::MetricType::Counter, {}};
+    for (const auto& [source, count] : {std::pair{"reused", v.host_buffers.reuses},
+                                        std::pair{"allocated", v.host_buffers.allocations},
+                                        std::pair{"fallback", v.host_buffers.fallbacks}}) {
+      prometheus::ClientMetric metric;
+      metric.label.push_back({"source", source});
+      metric.counter.value = static_cast<double>(count);
+      buffers.metric.push_back(metric);
+    }
+    out.push_back(buffers);
     if (v.backend.device_memory_total_bytes > 0) {
       out.push_back(gauge("svdserve_gpu_factor_memory_bytes", "Device memory held by factors",
                           static_cast<double>(v.backend.device_memory_used_bytes)));

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/backend.hpp"
+#include "server/host_buffer_pool.hpp"
 #include "server/job.hpp"
 #include "server/metrics_http.hpp"
 
@@ -32,6 +33,7 @@ struct LiveValues {
   std::size_t bytes_resident = 0;
   std::size_t budget_bytes = 0;
   uint64_t evictions = 0;
+  HostBufferPoolStats host_buffers;
   BackendMetrics backend;
 };
 

@@ -76,6 +76,7 @@ uint32_t resolve_rank(const RankSelection& choice, const Factors& factors) {
 Pipeline::Pipeline(PipelineOptions options, Backend& backend, FactorStore& store, Stats& stats)
     : options_(options),
       backend_(backend),
+      host_buffers_(backend, options.host_buffer_pool_bytes),
       store_(store),
       stats_(stats),
       decode_queue_(options.queue_capacity),
@@ -252,20 +253,29 @@ void Pipeline::run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job
   reconstruct_into_pixels(batch, valid);
 }
 
+PixelBytes Pipeline::output_for(const Job& job, std::size_t bytes) {
+  // PNG's raw pixels never leave the server, so pool memory suits them too: on the GPU the copy
+  // lands there directly, and nothing is zero-filled first.
+  if (job.pixels_in_pool || job.format == v1::OUTPUT_FORMAT_PNG) {
+    return PixelBytes(host_buffers_.acquire(bytes));
+  }
+  return PixelBytes(std::string(bytes, '\0'));
+}
+
 void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
                                        const std::vector<Job*>& jobs) {
   // What the completion needs, kept alive until the backend calls it: the batch owns the jobs.
   struct Pending {
     std::shared_ptr<Batch> batch;
     std::vector<Job*> runnable;
-    std::vector<std::string> outputs;  // per runnable job: its pixels (u8 ones on their way to PNG)
+    std::vector<PixelBytes> outputs;  // per runnable job: its pixels (u8 ones on their way to PNG)
     Clock::time_point start;
   };
   auto pending = std::make_shared<Pending>();
   pending->batch = batch;
   std::vector<ReconstructItem> items;
   items.reserve(jobs.size());
-  pending->outputs.reserve(jobs.size());  // no reallocation: items point into these strings
+  pending->outputs.reserve(jobs.size());  // no reallocation: items point into these buffers
   pending->runnable.reserve(jobs.size());
   for (Job* job : jobs) {
     try {
@@ -279,9 +289,8 @@ void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
                                 std::to_string(options_.max_output_bytes) +
                                 "); ask for OUTPUT_FORMAT_PNG or RAW_U8");
       }
-      std::string& target = pending->outputs.emplace_back(bytes, '\0');
-      items.push_back({job->factors.get(), job->rank, pixels,
-                       std::as_writable_bytes(std::span(target.data(), target.size()))});
+      PixelBytes& target = pending->outputs.emplace_back(output_for(*job, bytes));
+      items.push_back({job->factors.get(), job->rank, pixels, target.writable()});
       pending->runnable.push_back(job);
     } catch (...) {
       complete(*job, std::current_exception());
@@ -294,13 +303,13 @@ void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
   });
 }
 
-void Pipeline::finish_reconstruct(const std::vector<Job*>& jobs,
-                                  std::vector<std::string>& pixels, Clock::time_point start,
-                                  std::exception_ptr error) {
+void Pipeline::finish_reconstruct(const std::vector<Job*>& jobs, std::vector<PixelBytes>& pixels,
+                                  Clock::time_point start, std::exception_ptr error) {
   const double compute_us = micros_since(start);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     Job& job = *jobs[i];
     if (error) {
+      pixels[i] = {};  // back to the pool before the answer
       complete(job, error);
       continue;
     }
@@ -309,14 +318,15 @@ void Pipeline::finish_reconstruct(const std::vector<Job*>& jobs,
       job.relative_error = error_at_rank(*job.factors, job.rank);
       if (job.format == v1::OUTPUT_FORMAT_PNG) {
         const Clock::time_point encode_start = Clock::now();
-        job.pixels = encode_png(std::as_bytes(std::span(pixels[i].data(), pixels[i].size())),
-                                job.factors->shape());
+        job.pixels = PixelBytes(encode_png(pixels[i].bytes(), job.factors->shape()));
+        pixels[i] = {};  // the raw pixels go back to the pool before the answer
         job.times.encode_us = micros_since(encode_start);
       } else {
         job.pixels = std::move(pixels[i]);
       }
       complete(job, nullptr);
     } catch (...) {
+      pixels[i] = {};
       complete(job, std::current_exception());
     }
   }

@@ -25,6 +25,7 @@
 #include "server/bounded_queue.hpp"
 #include "server/dynamic_batcher.hpp"
 #include "server/factor_store.hpp"
+#include "server/host_buffer_pool.hpp"
 #include "server/image_codec.hpp"
 #include "server/job.hpp"
 #include "server/stats.hpp"
@@ -39,6 +40,7 @@ struct PipelineOptions {
   BatcherOptions batcher;
   ImageLimits image_limits;
   std::size_t max_output_bytes = 64u << 20;  // one response must fit in a gRPC message
+  std::size_t host_buffer_pool_bytes = 256u << 20;  // cap on recycled output memory
 };
 
 class Pipeline {
@@ -58,6 +60,7 @@ class Pipeline {
   [[nodiscard]] std::size_t decode_queue_depth() const { return decode_queue_.size(); }
   [[nodiscard]] std::size_t compute_queue_depth() const { return compute_queue_.size(); }
   [[nodiscard]] int64_t jobs_in_flight() const noexcept { return jobs_in_flight_.load(); }
+  [[nodiscard]] HostBufferPoolStats host_buffer_stats() const { return host_buffers_.stats(); }
 
  private:
   void loader_loop();
@@ -68,13 +71,17 @@ class Pipeline {
   // Starts reconstructing each job at its rank from job->factors and returns; the backend's
   // completion (finish_reconstruct) fills job->pixels, encodes PNG and answers. `batch` owns jobs.
   void reconstruct_into_pixels(const std::shared_ptr<Batch>& batch, const std::vector<Job*>& jobs);
-  void finish_reconstruct(const std::vector<Job*>& jobs,
-                          std::vector<std::string>& pixels, Clock::time_point start,
-                          std::exception_ptr error);
+  void finish_reconstruct(const std::vector<Job*>& jobs, std::vector<PixelBytes>& pixels,
+                          Clock::time_point start, std::exception_ptr error);
+  // Where a job's reconstruction is written: pool memory or a string (see Job::pixels_in_pool).
+  [[nodiscard]] PixelBytes output_for(const Job& job, std::size_t bytes);
   void complete(Job& job, std::exception_ptr error);
 
   const PipelineOptions options_;
   Backend& backend_;
+  // Before the queues and threads: outputs come from it until the last job is done, and buffers
+  // handed to gRPC may come back even later (they keep the pool's bookkeeping alive themselves).
+  HostBufferPool host_buffers_;
   FactorStore& store_;
   Stats& stats_;
 

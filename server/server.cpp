@@ -31,6 +31,7 @@ PipelineOptions pipeline_options(const v1::ServerConfig& c) {
   options.image_limits = {c.max_image_width(), c.max_image_height(), c.max_image_bytes()};
   // Leave room for the response's other fields and gRPC framing.
   options.max_output_bytes = c.max_message_bytes() - 64 * 1024;
+  options.host_buffer_pool_bytes = c.host_buffer_pool_bytes();
   return options;
 }
 
@@ -51,7 +52,8 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
       return LiveValues{pipeline_->decode_queue_depth(), pipeline_->compute_queue_depth(),
                         pipeline_->jobs_in_flight(),      store_->images_resident(),
                         store_->bytes_resident(),         store_->budget_bytes(),
-                        store_->evictions(),              backend_->metrics()};
+                        store_->evictions(),              pipeline_->host_buffer_stats(),
+                        backend_->metrics()};
     });
     stats_->attach(metrics_.get());
   }
@@ -117,7 +119,11 @@ void Server::shutdown() {
     grpc_server_->Shutdown(deadline);  // waits for in-flight RPCs; cancels them at the deadline
     pipeline_->shutdown();
     grpc_server_->Wait();
-    log().info("shutdown: done images_resident={}", store_->images_resident());
+    const HostBufferPoolStats buffers = pipeline_->host_buffer_stats();
+    log().info("shutdown: done images_resident={} host_buffers_in_use_bytes={} "
+               "host_buffer_reuses={} host_buffer_allocations={} host_buffer_fallbacks={}",
+               store_->images_resident(), buffers.in_use_bytes, buffers.reuses,
+               buffers.allocations, buffers.fallbacks);
   });
 }
 

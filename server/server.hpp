@@ -31,6 +31,10 @@ class Server {
   // The port actually bound (useful with port 0).
   [[nodiscard]] int port() const noexcept { return port_; }
   [[nodiscard]] const v1::ServerConfig& config() const noexcept { return config_; }
+  // Recycled response memory (tests and the shutdown log).
+  [[nodiscard]] HostBufferPoolStats host_buffer_stats() const {
+    return pipeline_->host_buffer_stats();
+  }
   // The /metrics port, 0 when metrics are off.
   [[nodiscard]] int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 

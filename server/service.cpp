@@ -1,10 +1,13 @@
 #include "server/service.hpp"
 
+#include <grpcpp/support/proto_buffer_reader.h>
+
 #include <algorithm>
 #include <chrono>
 
 #include "kernels/errors.hpp"
 #include "server/logging.hpp"
+#include "server/reconstruct_response_encoder.hpp"
 #include "server/status_mapping.hpp"
 
 namespace svdserve {
@@ -55,6 +58,20 @@ void fill_spectra(const Factors& factors, google::protobuf::RepeatedPtrField<v1:
   }
 }
 
+// Parses as the generated code does for a typed method, except that malformed bytes are
+// INVALID_ARGUMENT with a message (gRPC's typed callback handler answers UNIMPLEMENTED, no message).
+v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes) {
+  v1::ReconstructRequest request;
+  if (!bytes.Valid()) return request;  // no bytes: the empty message
+  grpc::ByteBuffer shared(bytes);      // references the same slices; the reader wants it mutable
+  grpc::ProtoBufferReader reader(&shared);
+  if (!reader.status().ok() || !request.ParseFromZeroCopyStream(&reader)) {
+    throw InvalidArgument("the request is not a valid svdserve.v1.ReconstructRequest "
+                          "(malformed protobuf bytes)");
+  }
+  return request;
+}
+
 void fill_info(const StoredImageInfo& info, v1::ImageInfo* out) {
   out->set_id(info.id);
   fill_shape(info.shape, out->mutable_shape());
@@ -82,14 +99,18 @@ void fill_timings(const Job& job, v1::StageTimings* out) {
   out->set_batch_size(job.times.batch_size);
 }
 
-void fill_reconstruction(Job& job, v1::ReconstructResponse* out) {
+void fill_reconstruction_fields(const Job& job, v1::ReconstructResponse* out) {
   out->set_id(job.image_id);
   fill_shape(job.factors->shape(), out->mutable_shape());
   out->set_rank(job.rank);
   out->set_relative_error(job.relative_error);
   out->set_format(job.format);
-  *out->mutable_pixels() = std::move(job.pixels);
   fill_timings(job, out->mutable_timings());
+}
+
+void fill_reconstruction(Job& job, v1::ReconstructResponse* out) {
+  fill_reconstruction_fields(job, out);
+  *out->mutable_pixels() = job.pixels.take_string();
 }
 
 SvdService::SvdService(ServiceContext context) : context_(context) {}
@@ -187,15 +208,25 @@ grpc::ServerUnaryReactor* SvdService::Decompose(grpc::CallbackServerContext* ctx
 }
 
 grpc::ServerUnaryReactor* SvdService::Reconstruct(grpc::CallbackServerContext* ctx,
-                                                  const v1::ReconstructRequest* request,
-                                                  v1::ReconstructResponse* response) {
+                                                  const grpc::ByteBuffer* request,
+                                                  grpc::ByteBuffer* response) {
   auto* reactor = ctx->DefaultReactor();
   try {
-    JobPtr job = make_reconstruct_job(ctx, *request);
+    JobPtr job = make_reconstruct_job(ctx, parse_reconstruct_request(*request));
+    job->pixels_in_pool = true;
     job->on_done = [this, reactor, response](Job& done, std::exception_ptr error) {
-      if (error) return finish(reactor, "Reconstruct", to_status(error));
-      fill_reconstruction(done, response);
-      finish(reactor, "Reconstruct", grpc::Status::OK);
+      grpc::Status status = to_status(error);
+      if (!error) {
+        try {
+          v1::ReconstructResponse fields;
+          fill_reconstruction_fields(done, &fields);
+          grpc::ByteBuffer encoded = encode_reconstruct_response(fields, std::move(done.pixels));
+          response->Swap(&encoded);  // the call owns the pixels from here; freed after sending
+        } catch (...) {
+          status = to_status(std::current_exception());
+        }
+      }
+      finish(reactor, "Reconstruct", status);
     };
     context_.pipeline.submit(std::move(job));
   } catch (...) {
@@ -276,7 +307,7 @@ grpc::ServerUnaryReactor* SvdService::Compress(grpc::CallbackServerContext* ctx,
       response->set_rank(done.rank);
       response->set_relative_error(done.relative_error);
       response->set_format(done.format);
-      *response->mutable_pixels() = std::move(done.pixels);
+      *response->mutable_pixels() = done.pixels.take_string();
       fill_timings(done, response->mutable_timings());
       finish(reactor, "Compress", grpc::Status::OK);
     };

@@ -32,7 +32,13 @@ struct ServiceContext {
   int64_t started_unix_ms = 0;
 };
 
-class SvdService final : public v1::SvdServe::CallbackService {
+// Reconstruct is a raw method: its request and response are ByteBuffers, so that the response
+// can carry the pixel buffer itself (reconstruct_response_encoder.hpp). The other methods take
+// protobuf messages.
+using SvdServiceBase =
+    v1::SvdServe::WithRawCallbackMethod_Reconstruct<v1::SvdServe::CallbackService>;
+
+class SvdService final : public SvdServiceBase {
  public:
   explicit SvdService(ServiceContext context);
   ~SvdService() override;  // joins LoadDirectory threads
@@ -43,9 +49,11 @@ class SvdService final : public v1::SvdServe::CallbackService {
   grpc::ServerUnaryReactor* Decompose(grpc::CallbackServerContext* ctx,
                                       const v1::DecomposeRequest* request,
                                       v1::DecomposeResponse* response) override;
+  // Parses a ReconstructRequest from `request`; answers a ReconstructResponse without copying
+  // the pixels (see SvdServiceBase).
   grpc::ServerUnaryReactor* Reconstruct(grpc::CallbackServerContext* ctx,
-                                        const v1::ReconstructRequest* request,
-                                        v1::ReconstructResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ReconstructBatch(grpc::CallbackServerContext* ctx,
                                              const v1::ReconstructBatchRequest* request,
                                              v1::ReconstructBatchResponse* response) override;
@@ -119,6 +127,9 @@ class SvdService final : public v1::SvdServe::CallbackService {
 // Response builders shared by unary and streaming handlers.
 void fill_shape(const ImageShape& shape, v1::Shape* out);
 void fill_timings(const Job& job, v1::StageTimings* out);
+// Every field but the pixels.
+void fill_reconstruction_fields(const Job& job, v1::ReconstructResponse* out);
+// Every field, the pixels taken from the job.
 void fill_reconstruction(Job& job, v1::ReconstructResponse* out);
 
 }  // namespace svdserve

@@ -13,6 +13,7 @@
 #include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/completion_threads.hpp"
+#include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/gpu/device_memory_pool.hpp"
 #include "kernels/gpu/gpu_decompose.hpp"
 #include "kernels/gpu/gpu_reconstruct.hpp"
@@ -122,6 +123,14 @@ class GpuBackend final : public Backend {
       lease.reset();
       (*finish)(std::current_exception());
     }
+  }
+
+  // Page-locked: enqueue_reconstruct copies from the device straight into it, with no staging
+  // and no copy_out. Freed by cudaFreeHost from whichever thread lets it go.
+  [[nodiscard]] HostMemory allocate_output_memory(std::size_t bytes) override {
+    on_device(options_);
+    return HostMemory(static_cast<std::byte*>(PinnedMemory::allocate(bytes)),
+                      HostMemoryFree{&PinnedMemory::free});
   }
 
   [[nodiscard]] BackendMetrics metrics() const override {

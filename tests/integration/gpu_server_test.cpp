@@ -1,7 +1,8 @@
 // The real server on the GPU backend against the real server on the CPU backend, over gRPC, on
 // every sample image, for each GPU decompose method (gpu_svd): exact (Xgesvd) within 1e-4 of the
 // largest singular value and one grey level (identical on at least 99%); automatic (randomized)
-// within its own, stated tolerances. Skips without a CUDA device; CTest label "gpu".
+// within its own, stated tolerances; and the zero-copy Reconstruct (pinned pool buffers) against
+// ReconstructBatch on the GPU. Skips without a CUDA device; CTest label "gpu".
 
 #include <gtest/gtest.h>
 #include <opencv2/core.hpp>
@@ -175,7 +176,45 @@ TEST_F(GpuServerTest, AutomaticSvdAgreesWithTheCpuBackendWithinItsTolerances) {
   RecordProperty("values_differing", std::to_string(compare_with_cpu(randomized)));
 }
 
-
+// The zero-copy Reconstruct on the GPU: its pool buffers are page-locked, so the device copies
+// straight into the memory gRPC sends. The answer is byte for byte ReconstructBatch's (whose
+// outputs are strings, filled through pinned staging), buffers are reused, and every one is back
+// once the server has drained.
+TEST_F(GpuServerTest, ZeroCopyReconstructMatchesReconstructBatch) {
+  for (const char* name : {"baboon.jpg", "fruits.jpg", "gradient.png"}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(gpu_->decompose(read_test_image(name), 64, name).ok());
+    for (const v1::OutputFormat format :
+         {v1::OUTPUT_FORMAT_RAW_U8, v1::OUTPUT_FORMAT_RAW_F32, v1::OUTPUT_FORMAT_PNG}) {
+      for (uint32_t rank : {1u, 20u, 64u}) {
+        v1::ReconstructRequest request;
+        request.set_id(name);
+        request.set_rank(rank);
+        request.set_format(format);
+        SCOPED_TRACE(request.ShortDebugString());
+        auto single = gpu_->reconstruct(request);
+        v1::ReconstructBatchRequest batch;
+        *batch.add_items() = request;
+        auto batched = gpu_->reconstruct_batch(batch);
+        ASSERT_TRUE(single.ok()) << single.status().error_message();
+        ASSERT_TRUE(batched.ok() && batched->items_size() == 1);
+        ASSERT_EQ(batched->items(0).status().code(), 0) << batched->items(0).status().message();
+        const v1::ReconstructResponse& expected = batched->items(0).result();
+        EXPECT_EQ(single->rank(), expected.rank());
+        EXPECT_EQ(single->relative_error(), expected.relative_error());
+        EXPECT_EQ(single->format(), expected.format());
+        EXPECT_EQ(single->shape().SerializeAsString(), expected.shape().SerializeAsString());
+        EXPECT_EQ(single->pixels().size(), expected.pixels().size());
+        EXPECT_TRUE(single->pixels() == expected.pixels()) << "pixels differ";
+      }
+    }
+  }
+  const HostBufferPoolStats in_service = gpu_server_->host_buffer_stats();
+  EXPECT_GT(in_service.reuses, 0u);
+  EXPECT_EQ(in_service.fallbacks, 0u);
+  gpu_server_->shutdown();
+  EXPECT_EQ(gpu_server_->host_buffer_stats().in_use_bytes, 0u);
+}
 
 TEST_F(GpuServerTest, ProfilingWindowsOpenAndClose) {
   EXPECT_TRUE(gpu_->start_profiling().ok());

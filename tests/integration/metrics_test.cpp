@@ -73,6 +73,13 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{stage="decode"})"), 1);
   EXPECT_GE(sample(after, "svdserve_batch_size_count"), 2);
   EXPECT_EQ(sample(after, R"(svdserve_queue_depth{queue="decode"})"), 0);
+  // Each good Reconstruct took one response buffer from the pool.
+  EXPECT_EQ(sample(after, R"(svdserve_host_buffers_total{source="allocated"})") +
+                sample(after, R"(svdserve_host_buffers_total{source="reused"})"),
+            2);
+  EXPECT_EQ(sample(after, R"(svdserve_host_buffers_total{source="fallback"})"), 0);
+  EXPECT_EQ(sample(after, R"(svdserve_host_buffer_pool_bytes{state="capacity"})"), 256 << 20);
+  EXPECT_GT(sample(after, R"(svdserve_host_buffer_pool_bytes{state="pooled"})"), 0);
 }
 
 }  // namespace

@@ -374,6 +374,31 @@ TEST_F(GpuBackendBehaviourTest, AsyncReconstructIntoPinnedAndPageableOutputsAgre
   EXPECT_THROW(std::rethrow_exception(error), InvalidArgument);
 }
 
+// Output memory from the backend is page-locked (what lets reconstruct copy into it directly),
+// receives the same pixels as ordinary memory, and frees itself on whichever thread lets it go.
+TEST_F(GpuBackendBehaviourTest, OutputMemoryIsPinnedAndReceivesTheSamePixels) {
+  gpu::GpuBackendOptions options;
+  options.streams = 2;
+  auto backend = gpu::make_gpu_backend(options);
+  const ImageF32 image = image_from_mat(read_test_image("baboon.jpg", -1));
+  const ImageF32* pointer = &image;
+  const auto factors = backend->decompose(std::span(&pointer, 1), 24);
+  const std::size_t values = image.shape.values();
+  const auto expected = reconstruct_u8(*backend, *factors[0], 17);
+
+  HostMemory memory = backend->allocate_output_memory(values);
+  ASSERT_NE(memory, nullptr);
+  cudaPointerAttributes attributes{};
+  ASSERT_EQ(cudaPointerGetAttributes(&attributes, memory.get()), cudaSuccess);
+  EXPECT_EQ(attributes.type, cudaMemoryTypeHost);
+  std::memset(memory.get(), 0xAB, values);  // poison: unwritten bytes show
+  const ReconstructItem item{factors[0].get(), 17, OutputPixels::u8,
+                             std::span(memory.get(), values)};
+  backend->reconstruct(std::span(&item, 1));
+  EXPECT_EQ(std::memcmp(memory.get(), expected.data(), values), 0);
+  std::thread([owned = std::move(memory)]() mutable { owned.reset(); }).join();
+}
+
 TEST_F(GpuBackendBehaviourTest, ProfilerWindowsOpenAndClose) {
   auto backend = gpu::make_gpu_backend({});
   EXPECT_NO_THROW(backend->start_profiling());

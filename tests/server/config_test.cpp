@@ -100,6 +100,7 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.max_image_bytes(), 60u << 20);
   EXPECT_EQ(config.max_message_bytes(), 64u << 20);
   EXPECT_EQ(config.max_batch_items(), 256u);
+  EXPECT_EQ(config.host_buffer_pool_bytes(), 256u << 20);
   EXPECT_EQ(config.drain_timeout_ms(), 10000u);
   EXPECT_EQ(config.log_level(), "info");
   EXPECT_EQ(config.gpu_streams(), 4u);

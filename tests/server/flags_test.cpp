@@ -48,7 +48,7 @@ TEST(Flags, OverridesReachTheConfig) {
       parse({"--config", "/etc/svdserve.textproto", "--load-dir=/data", "--listen",
              "127.0.0.1:6000", "--backend=cpu", "--workers", "8", "--loaders=3",
              "--max-batch-size", "32", "--max-queue-delay-us", "250", "--queue-capacity", "64",
-             "--memory-budget-mib", "2", "--log-level", "debug", "--metrics-port", "9100",
+             "--memory-budget-mib", "2", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100",
              "--gpu-streams", "2", "--gpu-svd", "exact", "--drain-timeout-ms", "1500"});
   EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
   EXPECT_EQ(command_line.load_dir, "/data");
@@ -64,6 +64,7 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_EQ(config.max_queue_delay_us(), 250u);
   EXPECT_EQ(config.queue_capacity(), 64u);
   EXPECT_EQ(config.memory_budget_bytes(), 2u << 20);
+  EXPECT_EQ(config.host_buffer_pool_bytes(), 3u << 20);
   EXPECT_EQ(config.log_level(), "debug");
   EXPECT_EQ(config.metrics_port(), 9100u);
   EXPECT_EQ(config.gpu_streams(), 2u);
@@ -152,7 +153,7 @@ TEST(Flags, UsageMentionsEveryFlag) {
   for (const char* flag :
        {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders",
         "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
-        "--gpu-streams", "--gpu-svd", "--metrics-port", "--drain-timeout-ms", "--log-level", "--version",
+        "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--metrics-port", "--drain-timeout-ms", "--log-level", "--version",
         "--help"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }

@@ -45,6 +45,7 @@ struct Outcome {
   std::string message;
   std::thread::id thread;
   std::string pixels;
+  bool pixels_in_pool_memory = false;
   uint32_t rank = 0;
   double relative_error = 0.0;
   std::shared_ptr<const Factors> factors;
@@ -64,7 +65,8 @@ class Completions {
         outcome.code = status.error_code();
         outcome.message = status.error_message();
         outcome.thread = std::this_thread::get_id();
-        outcome.pixels = job.pixels;
+        outcome.pixels.assign(reinterpret_cast<const char*>(job.pixels.data()), job.pixels.size());
+        outcome.pixels_in_pool_memory = job.pixels.in_pool_memory();
         outcome.rank = job.rank;
         outcome.relative_error = job.relative_error;
         outcome.factors = job.factors;
@@ -135,6 +137,7 @@ class FakeBackend final : public Backend {
     pass_gate();
     reconstruct_calls_ += 1;
     reconstruct_items_ += items.size();
+    if (fail_reconstruct_) throw InternalError("reconstruct failed on purpose");
     for (const ReconstructItem& item : items) {
       std::fill(item.output.begin(), item.output.end(), static_cast<std::byte>(item.rank));
     }
@@ -162,6 +165,7 @@ class FakeBackend final : public Backend {
   }
 
   void set_fail_decompose(bool fail) { fail_decompose_ = fail; }
+  void set_fail_reconstruct(bool fail) { fail_reconstruct_ = fail; }
   [[nodiscard]] int decompose_calls() const { return decompose_calls_; }
   [[nodiscard]] std::size_t decompose_images() const { return decompose_images_; }
   [[nodiscard]] int reconstruct_calls() const { return reconstruct_calls_; }
@@ -180,6 +184,7 @@ class FakeBackend final : public Backend {
   bool gate_open_ = true;  // guarded by mutex_
   int entered_ = 0;        // guarded by mutex_
   std::atomic<bool> fail_decompose_{false};
+  std::atomic<bool> fail_reconstruct_{false};
   std::atomic<int> decompose_calls_{0};
   std::atomic<std::size_t> decompose_images_{0};
   std::atomic<int> reconstruct_calls_{0};
@@ -831,6 +836,45 @@ TEST_F(FakePipeline, OutputOverTheMessageLimitIsResourceExhausted) {
   const Outcome f32 = completions_.get("f32");
   EXPECT_EQ(f32.code, grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_NE(f32.message.find("max_message_bytes"), std::string::npos) << f32.message;
+}
+
+// Raw outputs of jobs that ask for it, and PNG's raw pixels, are written into pool memory; the
+// protobuf paths get strings. A pool buffer goes back however its job ends.
+TEST_F(FakePipeline, OutputsUsePoolMemoryWhereAskedAndAlwaysGiveItBack) {
+  Pipeline pipeline(small_options(), backend_, store_, stats_);
+  auto pooled = [&](uint32_t rank, v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8) {
+    JobPtr job = reconstruct_job(small_factors(), {.rank = rank}, format);
+    job->pixels_in_pool = true;
+    return job;
+  };
+  submit(pipeline, pooled(3), "pooled");
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 4}), "string");
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 5}, v1::OUTPUT_FORMAT_PNG), "png");
+  ASSERT_TRUE(completions_.wait_for(3));
+  const Outcome in_pool = completions_.get("pooled");
+  ASSERT_EQ(in_pool.code, grpc::StatusCode::OK) << in_pool.message;
+  EXPECT_TRUE(in_pool.pixels_in_pool_memory);
+  EXPECT_EQ(in_pool.pixels, std::string(kSmall.values(), '\3'));
+  const Outcome as_string = completions_.get("string");
+  EXPECT_FALSE(as_string.pixels_in_pool_memory);
+  EXPECT_EQ(as_string.pixels, std::string(kSmall.values(), '\4'));
+  const Outcome png = completions_.get("png");
+  ASSERT_EQ(png.code, grpc::StatusCode::OK) << png.message;
+  EXPECT_FALSE(png.pixels_in_pool_memory);  // the PNG is a string; its raw pixels were pooled
+
+  // Failures after the buffer was taken: the backend fails, or the job was over the limit.
+  backend_.set_fail_reconstruct(true);
+  submit(pipeline, pooled(3), "failed");
+  submit(pipeline, pooled(99), "bad-rank");
+  ASSERT_TRUE(completions_.wait_for(5));
+  EXPECT_EQ(completions_.get("failed").code, grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(completions_.get("bad-rank").code, grpc::StatusCode::INVALID_ARGUMENT);
+
+  pipeline.shutdown();
+  const HostBufferPoolStats stats = pipeline.host_buffer_stats();
+  EXPECT_EQ(stats.in_use_bytes, 0u);
+  EXPECT_GE(stats.allocations + stats.reuses, 3u);  // pooled, png's raw pixels, failed
+  EXPECT_EQ(stats.fallbacks, 0u);
 }
 
 // Many clients, every kind of outcome at once: each job's on_done runs exactly once.
