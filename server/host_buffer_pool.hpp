@@ -1,8 +1,8 @@
 #pragma once
 // Recycled host memory for reconstruction outputs that leave the server as they are (the
 // zero-copy Reconstruct path: the backend writes the pixels into a buffer, gRPC sends that
-// buffer, then gives it back) and for PNG's raw pixels before encoding. The memory comes from the backend, so on the GPU it is page-locked
-// and the device-to-host copy lands in it directly. Allocating page-locked memory is slow and
+// buffer, then gives it back) and for PNG's raw pixels before encoding. The memory comes from
+// the backend, so on the GPU it is page-locked and the device-to-host copy lands in it directly. Allocating page-locked memory is slow and
 // pins RAM, so buffers are kept for reuse, up to a byte cap (like Triton's
 // --pinned-memory-pool-byte-size); beyond the cap a request gets ordinary memory instead, never
 // an error. Nothing is zero-filled: the backend writes every byte.
