@@ -7,6 +7,10 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <initializer_list>
+#include <string>
+#include <utility>
+
 #include "server/status_mapping.hpp"
 
 namespace svdserve {
@@ -29,6 +33,20 @@ prometheus::MetricFamily gauge(std::string name, std::string help, double value)
   return family;
 }
 
+// A family of one gauge or counter per value of `label`, e.g. svdserve_queue_depth{queue="decode"}.
+using LabelledValues = std::initializer_list<std::pair<const char*, double>>;
+prometheus::MetricFamily labelled(std::string name, std::string help, prometheus::MetricType type,
+                                  const std::string& label, LabelledValues values) {
+  prometheus::MetricFamily family{std::move(name), std::move(help), type, {}};
+  for (const auto& [label_value, value] : values) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({label, label_value});
+    (type == prometheus::MetricType::Counter ? metric.counter.value : metric.gauge.value) = value;
+    family.metric.push_back(metric);
+  }
+  return family;
+}
+
 }  // namespace
 
 class Metrics::LiveCollectable final : public prometheus::Collectable {
@@ -38,16 +56,10 @@ class Metrics::LiveCollectable final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     const LiveValues v = sample_();
     std::vector<prometheus::MetricFamily> out;
-    prometheus::MetricFamily depth{"svdserve_queue_depth", "Jobs waiting in a pipeline queue",
-                                   prometheus::MetricType::Gauge, {}};
-    for (const auto& [queue, value] : {std::pair{"decode", v.decode_queue_depth},
-                                       std::pair{"compute", v.compute_queue_depth}}) {
-      prometheus::ClientMetric metric;
-      metric.label.push_back({"queue", queue});
-      metric.gauge.value = static_cast<double>(value);
-      depth.metric.push_back(metric);
-    }
-    out.push_back(depth);
+    out.push_back(labelled("svdserve_queue_depth", "Jobs waiting in a pipeline queue",
+                           prometheus::MetricType::Gauge, "queue",
+                           {{"decode", static_cast<double>(v.decode_queue_depth)},
+                            {"compute", static_cast<double>(v.compute_queue_depth)}}));
     out.push_back(gauge("svdserve_jobs_in_flight", "Jobs admitted and not yet answered",
                         static_cast<double>(v.jobs_in_flight)));
     out.push_back(gauge("svdserve_images_resident", "Images whose factors are resident",
@@ -64,31 +76,20 @@ class Metrics::LiveCollectable final : public prometheus::Collectable {
     evictions.metric.push_back(eviction_metric);
     out.push_back(evictions);
     // Whether host_buffer_pool_bytes fits the load: fallbacks growing means it does not.
-    prometheus::MetricFamily pool{"svdserve_host_buffer_pool_bytes",
-                                  "Reconstruct response memory: pooled (lent out or idle, at most "
-                                  "the cap) and in use (lent out, pooled or fallback)",
-                                  prometheus::MetricType::Gauge, {}};
-    for (const auto& [state, bytes] : {std::pair{"pooled", v.host_buffers.pooled_bytes},
-                                       std::pair{"in_use", v.host_buffers.in_use_bytes},
-                                       std::pair{"capacity", v.host_buffers.capacity_bytes}}) {
-      prometheus::ClientMetric metric;
-      metric.label.push_back({"state", state});
-      metric.gauge.value = static_cast<double>(bytes);
-      pool.metric.push_back(metric);
-    }
-    out.push_back(pool);
-    prometheus::MetricFamily buffers{"svdserve_host_buffers_total",
-                                     "Reconstruct response buffers by where they came from",
-                                     prometheus::MetricType::Counter, {}};
-    for (const auto& [source, count] : {std::pair{"reused", v.host_buffers.reuses},
-                                        std::pair{"allocated", v.host_buffers.allocations},
-                                        std::pair{"fallback", v.host_buffers.fallbacks}}) {
-      prometheus::ClientMetric metric;
-      metric.label.push_back({"source", source});
-      metric.counter.value = static_cast<double>(count);
-      buffers.metric.push_back(metric);
-    }
-    out.push_back(buffers);
+    const HostBufferPoolStats& pool = v.host_buffers;
+    out.push_back(labelled("svdserve_host_buffer_pool_bytes",
+                           "Reconstruct response memory: pooled (lent out or idle, at most the "
+                           "cap) and in use (lent out, pooled or fallback)",
+                           prometheus::MetricType::Gauge, "state",
+                           {{"pooled", static_cast<double>(pool.pooled_bytes)},
+                            {"in_use", static_cast<double>(pool.in_use_bytes)},
+                            {"capacity", static_cast<double>(pool.capacity_bytes)}}));
+    out.push_back(labelled("svdserve_host_buffers_total",
+                           "Reconstruct response buffers by where they came from",
+                           prometheus::MetricType::Counter, "source",
+                           {{"reused", static_cast<double>(pool.reuses)},
+                            {"allocated", static_cast<double>(pool.allocations)},
+                            {"fallback", static_cast<double>(pool.fallbacks)}}));
     if (v.backend.device_memory_total_bytes > 0) {
       out.push_back(gauge("svdserve_gpu_factor_memory_bytes", "Device memory held by factors",
                           static_cast<double>(v.backend.device_memory_used_bytes)));
@@ -96,18 +97,12 @@ class Metrics::LiveCollectable final : public prometheus::Collectable {
                           static_cast<double>(v.backend.device_memory_total_bytes)));
     }
     if (v.backend.svd_matrices > 0) {
-      prometheus::MetricFamily svd{"svdserve_gpu_svd_matrices_total",
-                                   "Matrices solved by the batched SVD, and those redone exactly "
-                                   "after failing the residual check",
-                                   prometheus::MetricType::Counter, {}};
-      for (const auto& [outcome, count] : {std::pair{"solved", v.backend.svd_matrices},
-                                           std::pair{"redone", v.backend.svd_matrices_redone}}) {
-        prometheus::ClientMetric metric;
-        metric.label.push_back({"outcome", outcome});
-        metric.counter.value = static_cast<double>(count);
-        svd.metric.push_back(metric);
-      }
-      out.push_back(svd);
+      out.push_back(labelled("svdserve_gpu_svd_matrices_total",
+                             "Matrices solved by the batched SVD, and those redone exactly after "
+                             "failing the residual check",
+                             prometheus::MetricType::Counter, "outcome",
+                             {{"solved", static_cast<double>(v.backend.svd_matrices)},
+                              {"redone", static_cast<double>(v.backend.svd_matrices_redone)}}));
     }
     if (!v.backend.stream_busy_seconds.empty()) {
       prometheus::MetricFamily busy{"svdserve_gpu_stream_busy_seconds_total",

@@ -43,7 +43,6 @@ constexpr uint32_t kPatchRows = 4;     // outputs per thread, per channel: 4 x 4
 constexpr uint32_t kPatchCols = 4;
 constexpr uint32_t kThreadsPerTileRow = kTileCols / kPatchCols;
 constexpr uint32_t kThreads = (kTileRows / kPatchRows) * kThreadsPerTileRow;
-constexpr uint32_t kMaxChannels = 4;   // the service accepts 1, 3 and 4
 constexpr uint32_t kMaxGridYZ = 65535;
 constexpr int kMinBlocksPerSm = 4;  // caps registers at 64: 16 accumulators + prefetch + addresses
 constexpr std::size_t kSharedBytesWithoutOptIn = 48 * 1024;
@@ -207,15 +206,9 @@ void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShap
 template <typename Pixel>
 void launch_for_channels(const ReconstructTask* tasks_device, uint32_t count,
                          const ImageShape& shape, StreamView stream) {
-  switch (shape.channels) {
-    case 1: return launch<Pixel, 1>(tasks_device, count, shape, stream);
-    case 2: return launch<Pixel, 2>(tasks_device, count, shape, stream);
-    case 3: return launch<Pixel, 3>(tasks_device, count, shape, stream);
-    case 4: return launch<Pixel, 4>(tasks_device, count, shape, stream);
-    default: break;
-  }
-  throw InvalidArgument("fused reconstruction supports 1 to " + std::to_string(kMaxChannels) +
-                        " channels, not " + std::to_string(shape.channels));
+  dispatch_channels(shape.channels, [&](auto channels) {
+    launch<Pixel, decltype(channels)::value>(tasks_device, count, shape, stream);
+  });
 }
 
 }  // namespace

@@ -45,7 +45,6 @@ constexpr uint32_t kRows = 4;          // a thread's rows: one float4 of US per 
 constexpr uint32_t kThreads = 128;
 constexpr uint32_t kWarpSize = 32;
 constexpr uint32_t kWarps = kThreads / kWarpSize;
-constexpr uint32_t kMaxChannels = 4;
 constexpr uint32_t kNoStore = 0xFFFFFFFFU;  // staged chunk that its owner wrote itself
 
 // A thread's 16 pixels of one row, interleaved like the output: 16 * C bytes in 4 * C words.
@@ -67,6 +66,19 @@ __device__ __forceinline__ uint32_t insert_byte(uint32_t word, uint32_t byte_bit
   return __byte_perm(word, byte_bits, kSelectors[position]);
 }
 
+// One k of the outer product: acc[r][p] += a[r] * b[p], one fmaf each (the summation order all
+// variants share).
+__device__ __forceinline__ void multiply_add(float (&acc)[kRows][kGroupPixels], const float4& a4,
+                                             const float4 (&b4)[kGroupPixels / 4]) {
+  const float a[kRows] = {a4.x, a4.y, a4.z, a4.w};
+  const float* b = reinterpret_cast<const float*>(b4);
+#pragma unroll
+  for (uint32_t r = 0; r < kRows; ++r) {
+#pragma unroll
+    for (uint32_t p = 0; p < kGroupPixels; ++p) acc[r][p] = fmaf(a[r], b[p], acc[r][p]);
+  }
+}
+
 // acc[r][p] += US[row0 + r][k] * V[col0 + p][k] for k = 0 .. rank - 1. `fast`: all 4 rows and
 // 16 columns inside the image and both factors float4-aligned, so plain vector loads suffice.
 __device__ __forceinline__ void accumulate(float (&acc)[kRows][kGroupPixels], const float* us,
@@ -84,13 +96,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[kRows][kGroupPixels], co
       for (uint32_t q = 0; q < kGroupPixels / 4; ++q) {
         b4[q] = __ldg(reinterpret_cast<const float4*>(v_k) + q);
       }
-      const float a[kRows] = {a4.x, a4.y, a4.z, a4.w};
-      const float* b = reinterpret_cast<const float*>(b4);
-#pragma unroll
-      for (uint32_t r = 0; r < kRows; ++r) {
-#pragma unroll
-        for (uint32_t p = 0; p < kGroupPixels; ++p) acc[r][p] = fmaf(a[r], b[p], acc[r][p]);
-      }
+      multiply_add(acc, a4, b4);
     }
     return;
   }
@@ -104,13 +110,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[kRows][kGroupPixels], co
     for (uint32_t q = 0; q < kGroupPixels / 4; ++q) {
       b4[q] = detail::load_four(v, width, k, rank, col0 + 4 * q, width, v_aligned);
     }
-    const float a[kRows] = {a4.x, a4.y, a4.z, a4.w};
-    const float* b = reinterpret_cast<const float*>(b4);
-#pragma unroll
-    for (uint32_t r = 0; r < kRows; ++r) {
-#pragma unroll
-      for (uint32_t p = 0; p < kGroupPixels; ++p) acc[r][p] = fmaf(a[r], b[p], acc[r][p]);
-    }
+    multiply_add(acc, a4, b4);
   }
 }
 
@@ -216,15 +216,9 @@ void launch_fused_rows_u8(const ReconstructTask* tasks_device, uint32_t count,
     throw InvalidArgument("fused reconstruction (rows): an image of " +
                           std::to_string(shape.values()) + " values is over 4 GiB");
   }
-  switch (shape.channels) {
-    case 1: return launch<1>(tasks_device, count, shape, stream);
-    case 2: return launch<2>(tasks_device, count, shape, stream);
-    case 3: return launch<3>(tasks_device, count, shape, stream);
-    case 4: return launch<4>(tasks_device, count, shape, stream);
-    default: break;
-  }
-  throw InvalidArgument("fused reconstruction supports 1 to " + std::to_string(kMaxChannels) +
-                        " channels, not " + std::to_string(shape.channels));
+  dispatch_channels(shape.channels, [&](auto channels) {
+    launch<decltype(channels)::value>(tasks_device, count, shape, stream);
+  });
 }
 
 }  // namespace svdserve::gpu

@@ -29,9 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
-#include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
@@ -56,7 +54,6 @@ constexpr uint32_t kWarpThreadCols = 8;  // a warp is 4 x 8 threads (see the hea
 constexpr uint32_t kWarpThreadRows = kWarpSize / kWarpThreadCols;
 constexpr uint32_t kWarpsPerTileRow = kThreadsPerSide / kWarpThreadCols;
 constexpr int kMinBlocksPerSm = 2;  // caps registers at 128: 64 accumulators + 16 operands + ...
-constexpr uint32_t kMaxChannels = 4;
 constexpr std::size_t kSharedBytesWithoutOptIn = 48 * 1024;
 
 static_assert(kThreads == 256);
@@ -272,15 +269,9 @@ uint32_t fused_tile128_rows() noexcept { return kTile; }
 
 void launch_fused_tile128_u8(const ReconstructTask* tasks_device, uint32_t count,
                              const ImageShape& shape, StreamView stream) {
-  switch (shape.channels) {
-    case 1: return launch<1>(tasks_device, count, shape, stream);
-    case 2: return launch<2>(tasks_device, count, shape, stream);
-    case 3: return launch<3>(tasks_device, count, shape, stream);
-    case 4: return launch<4>(tasks_device, count, shape, stream);
-    default: break;
-  }
-  throw InvalidArgument("fused reconstruction supports 1 to " + std::to_string(kMaxChannels) +
-                        " channels, not " + std::to_string(shape.channels));
+  dispatch_channels(shape.channels, [&](auto channels) {
+    launch<decltype(channels)::value>(tasks_device, count, shape, stream);
+  });
 }
 
 }  // namespace svdserve::gpu

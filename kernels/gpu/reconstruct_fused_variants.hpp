@@ -3,12 +3,32 @@
 // launch_fused_reconstruct (reconstruct_fused.cu) chooses between. Arguments are validated there.
 
 #include <cstdint>
+#include <string>
+#include <type_traits>
 
+#include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/gpu/reconstruct.hpp"
 #include "kernels/image.hpp"
 
 namespace svdserve::gpu {
+
+// The kernels take the channel count as a template parameter (the interleaving unrolls), so each
+// launcher turns the runtime count into one: launch(std::integral_constant<uint32_t, C>{}).
+inline constexpr uint32_t kMaxFusedChannels = 4;
+
+template <typename Launch>
+void dispatch_channels(uint32_t channels, Launch&& launch) {
+  switch (channels) {
+    case 1: return launch(std::integral_constant<uint32_t, 1>{});
+    case 2: return launch(std::integral_constant<uint32_t, 2>{});
+    case 3: return launch(std::integral_constant<uint32_t, 3>{});
+    case 4: return launch(std::integral_constant<uint32_t, 4>{});
+    default: break;
+  }
+  throw InvalidArgument("fused reconstruction supports 1 to " + std::to_string(kMaxFusedChannels) +
+                        " channels, not " + std::to_string(channels));
+}
 
 // reconstruct_fused.cu: 64 x 64 tiles, 4 x 4 per thread; u8 and f32.
 void launch_fused_tile64(const ReconstructTask* tasks_device, uint32_t count,
