@@ -50,7 +50,7 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.worker_threads() == 0) c.set_worker_threads(cores);
   if (c.queue_capacity() == 0) c.set_queue_capacity(256);
   if (c.max_batch_size() == 0) c.set_max_batch_size(16);
-  if (c.max_queue_delay_us() == 0) c.set_max_queue_delay_us(500);
+  if (!c.has_max_queue_delay_us()) c.set_max_queue_delay_us(100);  // 0 is a valid choice
   if (c.default_max_rank() == 0) c.set_default_max_rank(256);
   if (c.max_rank() == 0) c.set_max_rank(4096);
   if (c.max_image_width() == 0) c.set_max_image_width(8192);

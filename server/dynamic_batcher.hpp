@@ -19,7 +19,7 @@ using Batch = std::vector<JobPtr>;
 
 struct BatcherOptions {
   std::size_t max_batch_size = 16;
-  std::chrono::microseconds max_queue_delay{500};
+  std::chrono::microseconds max_queue_delay{100};
 };
 
 class DynamicBatcher {

@@ -7,7 +7,8 @@
 #
 # Usage: tests/bench/e2e_bench.sh [BUILD_DIR (build)] [OUT_DIR (e2e-bench-out)]
 # Env: E2E_SWEEP (1,2,4,8,16,32,64), E2E_DURATION seconds per run (5), E2E_WARMUP requests
-# before each run (128), E2E_RANK (16), E2E_BACKEND (auto), SVDSERVE_PORT (50061).
+# before each run (128), E2E_RANK (16), E2E_BACKEND (auto), SVDSERVE_PORT (50061),
+# E2E_SERVER_ARGS (extra server flags, e.g. "--max-queue-delay-us 0").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -23,7 +24,7 @@ cli=("$build/client/svdserve-cli" --server "127.0.0.1:$port")
 mkdir -p "$out"
 
 "$build/server/svdserve" --config config/svdserve.textproto --listen "127.0.0.1:$port" \
-  --backend "$backend" --log-level warn &
+  --backend "$backend" --log-level warn ${E2E_SERVER_ARGS:-} &
 server_pid=$!
 trap 'kill -TERM $server_pid 2>/dev/null; wait $server_pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 150); do

@@ -92,7 +92,7 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.loader_threads(), 2u);
   EXPECT_EQ(config.worker_threads(), std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(config.queue_capacity(), 256u);
-  EXPECT_EQ(config.max_queue_delay_us(), 500u);
+  EXPECT_EQ(config.max_queue_delay_us(), 100u);
   EXPECT_EQ(config.default_max_rank(), 256u);
   EXPECT_EQ(config.max_rank(), 4096u);
   EXPECT_EQ(config.max_image_width(), 8192u);
@@ -174,6 +174,15 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidField{"max_batch_items", [](v1::ServerConfig& c) { c.set_max_batch_items(200'000); },
                      "max_batch_items"}),
     [](const auto& test_info) { return std::string(test_info.param.name); });
+
+// Zero is a real choice for the batcher's delay (no waiting), not "unset".
+TEST(Config, ZeroQueueDelayIsKept) {
+  v1::ServerConfig config;
+  config.set_max_queue_delay_us(0);
+  apply_defaults(config);
+  EXPECT_EQ(config.max_queue_delay_us(), 0u);
+  EXPECT_NO_THROW(validate(config));
+}
 
 TEST(Config, SyntaxErrorNamesTheLine) {
   TempFile file("listen_address: \"127.0.0.1:1\"\n"
