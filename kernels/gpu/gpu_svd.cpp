@@ -160,12 +160,16 @@ void GpuSvdSolver::solve_gesvda(const SvdBatch& b, SvdReport& report, std::vecto
   }
 }
 
-float* GpuSvdSolver::copy_input(const SvdBatch& b, int index) {
+GpuSvdSolver::ExactOperands GpuSvdSolver::prepare_exact(const SvdBatch& b, int index) {
   const std::size_t mn = static_cast<std::size_t>(b.m) * b.n;
   exact_a_.grow_to(mn * sizeof(float));
+  exact_u_.grow_to(mn * sizeof(float));
+  exact_s_.grow_to(static_cast<std::size_t>(b.n) * sizeof(float));
+  exact_vt_.grow_to(static_cast<std::size_t>(b.n) * b.n * sizeof(float));
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(exact_a_.data(), b.a + index * mn, mn * sizeof(float),
                                       cudaMemcpyDeviceToDevice, stream_.value()));
-  return exact_a_.as<float>();
+  return {exact_a_.as<float>(), exact_u_.as<float>(), exact_s_.as<float>(),
+          exact_vt_.as<float>()};
 }
 
 void GpuSvdSolver::copy_leading(const SvdBatch& b, int index, const float* u, const float* s,
@@ -207,13 +211,7 @@ void GpuSvdSolver::check_matrix_info(const SvdBatch& b, std::span<const int> ind
 
 void GpuSvdSolver::solve_gesvd(const SvdBatch& b, int index) {
   trace::ScopedRange range("svd_gesvd");
-  exact_u_.grow_to(static_cast<std::size_t>(b.m) * b.n * sizeof(float));
-  exact_s_.grow_to(static_cast<std::size_t>(b.n) * sizeof(float));
-  exact_vt_.grow_to(static_cast<std::size_t>(b.n) * b.n * sizeof(float));
-  float* a = copy_input(b, index);
-  float* u = exact_u_.as<float>();
-  float* s = exact_s_.as<float>();
-  float* vt = exact_vt_.as<float>();
+  const auto [a, u, s, vt] = prepare_exact(b, index);
   std::size_t device_bytes = 0, host_bytes = 0;
   SVDSERVE_CUSOLVER_CHECK(cusolverDnXgesvd_bufferSize(
       cusolver_, gesvd_params_, 'S', 'S', b.m, b.n, CUDA_R_32F, a, b.m, CUDA_R_32F, s, CUDA_R_32F,

@@ -110,8 +110,15 @@ class GpuSvdSolver {
   void solve_gesvd(const SvdBatch& batch, int index);
   void solve_gesvdj(const SvdBatch& batch, int index, const SvdOptions& options);
   void solve_gesvdr(const SvdBatch& batch, int index, const SvdOptions& options);
-  // Copies A_index into exact_a_ (the per-matrix solvers overwrite their input).
-  float* copy_input(const SvdBatch& batch, int index);
+  // A per-matrix solver's operands: A_index copied into exact_a_ (the solvers overwrite their
+  // input), and U (m x n), S (n), V or VT (n x n) sized as for a full economy SVD.
+  struct ExactOperands {
+    float* a;
+    float* u;
+    float* s;
+    float* v;
+  };
+  ExactOperands prepare_exact(const SvdBatch& batch, int index);
   // The leading `rank` columns of U (ld m) and V (ld n, not transposed) and values of S.
   void copy_leading(const SvdBatch& batch, int index, const float* u, const float* s,
                     const float* v);

@@ -17,13 +17,7 @@ void GpuSvdSolver::solve_gesvdj(const SvdBatch& b, int index, const SvdOptions& 
       cusolverDnXgesvdjSetMaxSweeps(gesvdj_info_.get(), options.gesvdj_max_sweeps));
   // econ = 1 with m >= n: U is m x n (ld m), V is n x n (ld n), V itself rather than VT.
   constexpr int kEconomy = 1;
-  exact_u_.grow_to(static_cast<std::size_t>(b.m) * b.n * sizeof(float));
-  exact_s_.grow_to(static_cast<std::size_t>(b.n) * sizeof(float));
-  exact_vt_.grow_to(static_cast<std::size_t>(b.n) * b.n * sizeof(float));
-  float* a = copy_input(b, index);
-  float* u = exact_u_.as<float>();
-  float* s = exact_s_.as<float>();
-  float* v = exact_vt_.as<float>();
+  const auto [a, u, s, v] = prepare_exact(b, index);
   int lwork = 0;
   SVDSERVE_CUSOLVER_CHECK(cusolverDnSgesvdj_bufferSize(cusolver_, CUSOLVER_EIG_MODE_VECTOR,
                                                        kEconomy, b.m, b.n, a, b.m, s, u, b.m, v,

@@ -18,14 +18,9 @@ void GpuSvdSolver::solve_gesvdr(const SvdBatch& b, int index, const SvdOptions& 
   const int64_t p = std::clamp<int64_t>(options.gesvdr_oversampling.value_or(b.rank), 0, b.n - k);
   const int64_t iterations = std::max(0, options.gesvdr_iterations);
   // Outputs sized as for a full economy SVD (U m x n, V n x n, S n): more than the k columns the
-  // documentation promises, so that no reading of it can write past them.
-  exact_u_.grow_to(static_cast<std::size_t>(b.m) * b.n * sizeof(float));
-  exact_s_.grow_to(static_cast<std::size_t>(b.n) * sizeof(float));
-  exact_vt_.grow_to(static_cast<std::size_t>(b.n) * b.n * sizeof(float));
-  float* a = copy_input(b, index);
-  float* u = exact_u_.as<float>();
-  float* s = exact_s_.as<float>();
-  float* v = exact_vt_.as<float>();  // V (n x k, ld n), not transposed
+  // documentation promises, so that no reading of it can write past them. V (n x k, ld n) comes
+  // out not transposed.
+  const auto [a, u, s, v] = prepare_exact(b, index);
   std::size_t device_bytes = 0, host_bytes = 0;
   SVDSERVE_CUSOLVER_CHECK(cusolverDnXgesvdr_bufferSize(
       cusolver_, gesvd_params_, 'S', 'S', b.m, b.n, k, p, iterations, CUDA_R_32F, a, b.m,

@@ -61,24 +61,33 @@ struct GemmShape {
   int k;
 };
 
-void sgemm_batched(cublasHandle_t cublas, GemmShape shape, const float* a, int lda,
-                   long long stride_a, const float* b, int ldb, long long stride_b, float* c,
-                   int ldc, long long stride_c, int count) {
-  const float one = 1.0F;
-  const float zero = 0.0F;
-  SVDSERVE_CUBLAS_CHECK(cublasSgemmStridedBatched(cublas, shape.op_a, shape.op_b, shape.m,
-                                                  shape.n, shape.k, &one, a, lda, stride_a, b,
-                                                  ldb, stride_b, &zero, c, ldc, stride_c, count));
+// C_i = A_i B_i in float or double: cuBLAS's two entry points behind one signature.
+cublasStatus_t gemm_strided_batched(cublasHandle_t cublas, GemmShape shape, const float* one,
+                                    const float* a, int lda, long long stride_a, const float* b,
+                                    int ldb, long long stride_b, const float* zero, float* c,
+                                    int ldc, long long stride_c, int count) {
+  return cublasSgemmStridedBatched(cublas, shape.op_a, shape.op_b, shape.m, shape.n, shape.k, one,
+                                   a, lda, stride_a, b, ldb, stride_b, zero, c, ldc, stride_c,
+                                   count);
 }
 
-void dgemm_batched(cublasHandle_t cublas, GemmShape shape, const double* a, int lda,
-                   long long stride_a, const double* b, int ldb, long long stride_b, double* c,
-                   int ldc, long long stride_c, int count) {
-  const double one = 1.0;
-  const double zero = 0.0;
-  SVDSERVE_CUBLAS_CHECK(cublasDgemmStridedBatched(cublas, shape.op_a, shape.op_b, shape.m,
-                                                  shape.n, shape.k, &one, a, lda, stride_a, b,
-                                                  ldb, stride_b, &zero, c, ldc, stride_c, count));
+cublasStatus_t gemm_strided_batched(cublasHandle_t cublas, GemmShape shape, const double* one,
+                                    const double* a, int lda, long long stride_a, const double* b,
+                                    int ldb, long long stride_b, const double* zero, double* c,
+                                    int ldc, long long stride_c, int count) {
+  return cublasDgemmStridedBatched(cublas, shape.op_a, shape.op_b, shape.m, shape.n, shape.k, one,
+                                   a, lda, stride_a, b, ldb, stride_b, zero, c, ldc, stride_c,
+                                   count);
+}
+
+template <typename Real>
+void gemm_batched(cublasHandle_t cublas, GemmShape shape, const Real* a, int lda,
+                  long long stride_a, const Real* b, int ldb, long long stride_b, Real* c, int ldc,
+                  long long stride_c, int count) {
+  const Real one = 1;
+  const Real zero = 0;
+  SVDSERVE_CUBLAS_CHECK(gemm_strided_batched(cublas, shape, &one, a, lda, stride_a, b, ldb,
+                                             stride_b, &zero, c, ldc, stride_c, count));
 }
 
 void validate(const SvdBatch& batch, const RandomizedSvdOptions& options, int l) {
@@ -126,10 +135,10 @@ void RandomizedSvd::orthonormalise(float*& x, float*& spare, int rows, int l, in
     // Gram in float64: CholeskyQR's cond^2 then never reaches fp32 (see the header).
     rsvd::widen_to_double(x, x_double, basis_values * count, stream_);
     marks.finished(RsvdStage::ortho_widen);
-    dgemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, l, l, rows}, x_double, rows,
-                  static_cast<long long>(basis_values), x_double, rows,
-                  static_cast<long long>(basis_values), gram, l,
-                  static_cast<long long>(gram_values), count);
+    gemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, l, l, rows}, x_double, rows,
+                 static_cast<long long>(basis_values), x_double, rows,
+                 static_cast<long long>(basis_values), gram, l,
+                 static_cast<long long>(gram_values), count);
     marks.finished(RsvdStage::ortho_gram);
     if (packed_cholesky) {
       rsvd::cholesky_inverse_packed(gram, r_inverse, l, count, info_.as<int>(), stream_);
@@ -137,10 +146,10 @@ void RandomizedSvd::orthonormalise(float*& x, float*& spare, int rows, int l, in
       rsvd::cholesky_inverse(gram, r_inverse, l, count, info_.as<int>(), stream_);
     }
     marks.finished(RsvdStage::ortho_cholesky);
-    sgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, rows, l, l}, x, rows,
-                  static_cast<long long>(basis_values), r_inverse, l,
-                  static_cast<long long>(gram_values), spare, rows,
-                  static_cast<long long>(basis_values), count);
+    gemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, rows, l, l}, x, rows,
+                 static_cast<long long>(basis_values), r_inverse, l,
+                 static_cast<long long>(gram_values), spare, rows,
+                 static_cast<long long>(basis_values), count);
     marks.finished(RsvdStage::ortho_apply);
     std::swap(x, spare);
   }
@@ -192,19 +201,19 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
 
   // Y = A Omega, then subspace iteration with orthonormalisation after every product (without
   // it the columns collapse onto the top singular vector in fp32).
-  sgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, l, n}, batch.a, m, matrix_values, omega, n,
-                0, q, m, tall_stride, count);
+  gemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, l, n}, batch.a, m, matrix_values, omega, n,
+               0, q, m, tall_stride, count);
   marks.finished(RsvdStage::sketch_gemm);
   orthonormalise(q, spare, m, l, count, first_passes, options.packed_cholesky, marks);
   for (int iteration = 0; iteration < power_iterations; ++iteration) {
-    sgemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, n, l, m}, batch.a, m, matrix_values, q, m,
-                  tall_stride, spare, n, wide_stride, count);
+    gemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, n, l, m}, batch.a, m, matrix_values, q, m,
+                 tall_stride, spare, n, wide_stride, count);
     std::swap(q, spare);  // q now holds Z (n x l)
     marks.finished(RsvdStage::power_gemm);
     orthonormalise(q, spare, n, l, count, kPassesBetweenIterations, options.packed_cholesky,
                    marks);
-    sgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, l, n}, batch.a, m, matrix_values, q, n,
-                  wide_stride, spare, m, tall_stride, count);
+    gemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, l, n}, batch.a, m, matrix_values, q, n,
+                 wide_stride, spare, m, tall_stride, count);
     std::swap(q, spare);
     marks.finished(RsvdStage::power_gemm);
     const bool last = iteration + 1 == power_iterations;
@@ -216,13 +225,13 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
   auto* projected = projected_.as<float>();
   auto* projected_double = projected_double_.as<double>();
   auto* gram = gram_.as<double>();
-  sgemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, l, n, m}, q, m, tall_stride, batch.a, m,
-                matrix_values, projected, l, wide_stride, count);
+  gemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, l, n, m}, q, m, tall_stride, batch.a, m,
+               matrix_values, projected, l, wide_stride, count);
   marks.finished(RsvdStage::project_gemm);
   rsvd::widen_to_double(projected, projected_double, wide_values * batch_size, stream_);
-  dgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_T, l, l, n}, projected_double, l, wide_stride,
-                projected_double, l, wide_stride, gram, l, static_cast<long long>(small_values),
-                count);
+  gemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_T, l, l, n}, projected_double, l, wide_stride,
+               projected_double, l, wide_stride, gram, l, static_cast<long long>(small_values),
+               count);
   marks.finished(RsvdStage::eigen_gram);
   auto* eigenvectors = eigenvectors_.as<float>();
   rsvd::jacobi_top_eigenpairs(gram, l, rank, options.jacobi_tolerance, batch.s, eigenvectors,
@@ -231,11 +240,11 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
 
   // U = Q W_k; V = B^T W_k = A^T U, scaled to unit columns (= divided by sigma).
   const auto eigen_stride = static_cast<long long>(l) * rank;
-  sgemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, rank, l}, q, m, tall_stride, eigenvectors,
-                l, eigen_stride, batch.u, m, static_cast<long long>(m) * rank, count);
-  sgemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, n, rank, l}, projected, l, wide_stride,
-                eigenvectors, l, eigen_stride, batch.v, n, static_cast<long long>(n) * rank,
-                count);
+  gemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, rank, l}, q, m, tall_stride, eigenvectors,
+               l, eigen_stride, batch.u, m, static_cast<long long>(m) * rank, count);
+  gemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, n, rank, l}, projected, l, wide_stride,
+               eigenvectors, l, eigen_stride, batch.v, n, static_cast<long long>(n) * rank,
+               count);
   rsvd::normalise_columns(batch.v, n, rank, count, stream_);
   marks.finished(RsvdStage::factor_gemm);
 

@@ -66,6 +66,17 @@ int elementwise_blocks(std::size_t count) {
                                                          : kMaxElementwiseBlocks);
 }
 
+// Both Cholesky kernels, after loading the Gram matrix: a block that saw a non-finite value
+// reports it in `info` and leaves R^-1 all zeros (what the caller checks), rather than factoring.
+__device__ bool reject_not_finite(int not_finite, int* info, float* r_inverse, int l) {
+  if (not_finite == 0) return false;
+  if (threadIdx.x == 0) atomicOr(info + blockIdx.x, kInfoNotFinite);
+  for (int idx = static_cast<int>(threadIdx.x); idx < l * l; idx += static_cast<int>(blockDim.x)) {
+    r_inverse[idx] = 0.0F;
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Cholesky + inverse. Shared: g (l x l, column-major; upper = R, strictly lower = R^-1
 // transposed), then r_diag (l), x_diag (l), row (l).
@@ -97,11 +108,7 @@ __global__ void cholesky_inverse_kernel(const double* gram_batch, float* r_inver
     if (!isfinite(value)) not_finite = 1;
   }
   __syncthreads();
-  if (not_finite != 0) {
-    if (tid == 0) atomicOr(info + blockIdx.x, kInfoNotFinite);
-    for (int idx = tid; idx < l * l; idx += threads) r_inverse[idx] = 0.0F;
-    return;
-  }
+  if (reject_not_finite(not_finite, info, r_inverse, l)) return;
   if (tid == 0) {
     double largest = 0.0;
     for (int j = 0; j < l; ++j) largest = fmax(largest, g[j + j * l]);
@@ -198,11 +205,7 @@ __global__ void cholesky_inverse_packed_kernel(const double* gram_batch, float* 
     }
   }
   __syncthreads();
-  if (not_finite != 0) {
-    if (tid == 0) atomicOr(info + blockIdx.x, kInfoNotFinite);
-    for (int idx = tid; idx < l * l; idx += threads) r_inverse[idx] = 0.0F;
-    return;
-  }
+  if (reject_not_finite(not_finite, info, r_inverse, l)) return;
   if (tid == 0) {
     double largest = 0.0;
     for (int j = 0; j < l; ++j) largest = fmax(largest, r[packed_upper(j, j)]);
