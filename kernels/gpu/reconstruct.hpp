@@ -29,16 +29,19 @@ struct ReconstructTask {
   void* out = nullptr;     // device; shape.values() u8 or f32, row-major, channels interleaved
 };
 
-// The fused kernel comes in variants that give bit-identical pixels (same summation order):
+// The fused kernel comes in variants. The first three give bit-identical pixels (same summation
+// order, FP32 FMA); tensor sums in another order (like cuBLAS, within one level in rare values):
 //  - tile64:  64 x 64 tiles, 4 x 4 outputs per thread; u8 and f32. Light on registers and shared
 //             memory: the better choice where the work is mostly rounding and storing (small k);
 //  - tile128: 128 x 128 tiles, 8 x 8 per thread; u8 only (f32 requests run tile64). Fewer
-//             shared loads and syncs per FMA: the better choice where FMAs dominate (larger k);
+//             shared loads and syncs per FMA than tile64: the FP32 choice for u8 from k = 3;
 //  - rows:    4 rows x 16 pixels per thread straight from registers, no shared tile; u8 only.
 //             For k of 1 or 2, where rounding and storing cost more than the FMAs;
+//  - tensor:  128 x 128 tiles on the tensor cores (mma.sync TF32, each product split into
+//             three so the result keeps FP32 accuracy); u8 only. For larger k;
 //  - automatic: by output type and rank (measured fastest): rows for u8 up to rank 2, tile128
-//               for larger u8 ranks, tile64 for f32.
-enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows };
+//               for u8 ranks 3 to 7, tensor from 8, tile64 for f32.
+enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor };
 
 [[nodiscard]] const char* fused_variant_name(FusedVariant variant) noexcept;
 

@@ -231,15 +231,18 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
     case FusedVariant::tile64: return "tile64";
     case FusedVariant::tile128: return "tile128";
     case FusedVariant::rows: return "rows";
+    case FusedVariant::tensor: return "tensor";
   }
   return "unknown";
 }
 
 // From the H100 runs of svdserve_reconstruct_bench (docs/PERFORMANCE.md, "Kernel"): rows is the
 // fastest u8 variant at k = 1 (57-63 % of the floor against tile128's 46-53 %) and slower from
-// k = 4 on; tile128 is the fastest everywhere else. A persistent-block variant for k <= 16 was
-// predicted to win there, measured 15-25 % slower, and removed.
+// k = 4 on; tensor ties tile128 at k = 8 (1024², 0.079 vs 0.080 ms), is 5 % slower at k = 6 and
+// 16-40 % faster from k = 12 up; tile128 is the fastest in between. A persistent-block variant
+// for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
 constexpr uint32_t kRowsMaxRank = 2;
+constexpr uint32_t kTensorMinRank = 8;
 
 FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
                                uint32_t max_rank) noexcept {
@@ -247,10 +250,12 @@ FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
   switch (requested) {
     case FusedVariant::tile64:
     case FusedVariant::tile128:
-    case FusedVariant::rows: return requested;
+    case FusedVariant::rows:
+    case FusedVariant::tensor: return requested;
     case FusedVariant::automatic: break;
   }
-  return max_rank <= kRowsMaxRank ? FusedVariant::rows : FusedVariant::tile128;
+  if (max_rank <= kRowsMaxRank) return FusedVariant::rows;
+  return max_rank >= kTensorMinRank ? FusedVariant::tensor : FusedVariant::tile128;
 }
 
 void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
@@ -258,8 +263,9 @@ void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t coun
                               StreamView stream, FusedVariant variant) {
   if (count == 0 || shape.width == 0 || shape.height == 0) return;
   const FusedVariant chosen = fused_variant_for(variant, pixels, max_rank);
-  const uint32_t tile_rows =
-      chosen == FusedVariant::tile128 ? fused_tile128_rows() : fused_tile64_rows();
+  const uint32_t tile_rows = chosen == FusedVariant::tile128  ? fused_tile128_rows()
+                             : chosen == FusedVariant::tensor ? fused_tensor_rows()
+                                                              : fused_tile64_rows();
   const uint32_t row_tiles = (shape.height + tile_rows - 1) / tile_rows;
   if (count > kMaxGridYZ || row_tiles > kMaxGridYZ) {
     throw InvalidArgument("fused reconstruction: " + std::to_string(count) + " tasks of height " +
@@ -267,6 +273,8 @@ void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t coun
   }
   if (chosen == FusedVariant::tile128) {
     launch_fused_tile128_u8(tasks_device, count, shape, stream);
+  } else if (chosen == FusedVariant::tensor) {
+    launch_fused_tensor_u8(tasks_device, count, shape, stream);
   } else if (chosen == FusedVariant::rows) {
     launch_fused_rows_u8(tasks_device, count, shape, stream);
   } else {

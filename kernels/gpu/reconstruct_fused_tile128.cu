@@ -32,13 +32,13 @@
 
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
+#include "kernels/gpu/reconstruct_slices.cuh"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 
 namespace svdserve::gpu {
 namespace {
 
 using detail::kStoreBytes;
-using detail::kVectorFloats;
 
 constexpr uint32_t kTile = 128;         // pixels per tile side
 constexpr uint32_t kHalfTile = kTile / 2;  // the second quad of a patch starts here
@@ -57,18 +57,7 @@ constexpr int kMinBlocksPerSm = 2;  // caps registers at 128: 64 accumulators + 
 constexpr std::size_t kSharedBytesWithoutOptIn = 48 * 1024;
 
 static_assert(kThreads == 256);
-// The slice loader gives each thread kLoadsPerThread float4 of US and as many of V, the k rows
-// kLoadRowStride apart.
-constexpr uint32_t kLoadsPerThread = kSliceDepth * kTile / (kVectorFloats * kThreads);
-static_assert(kLoadsPerThread * kVectorFloats * kThreads == kSliceDepth * kTile);
-constexpr uint32_t kLoadersPerSliceRow = kTile / kVectorFloats;
-constexpr uint32_t kLoadRowStride = kThreads / kLoadersPerSliceRow;
-
-// This thread's share of one slice (k from k0) of a channel's factors, in flight.
-struct SliceLoad {
-  float4 us[kLoadsPerThread];
-  float4 v[kLoadsPerThread];
-};
+using SliceLoad = detail::SliceLoad<kTile, kSliceDepth, kThreads>;
 
 using Slice = float[kSliceDepth][kTile];
 using Patch = float[kPatch][kPatch];
@@ -108,22 +97,6 @@ __device__ __forceinline__ void accumulate_k(const Slice& us, const Slice& v, ui
   }
 }
 
-// One channel's factors as this block reads them.
-struct ChannelFactors {
-  const float* us;
-  const float* v;
-  bool us_aligned;
-  bool v_aligned;
-};
-
-__device__ __forceinline__ ChannelFactors channel_factors(const ReconstructTask& task,
-                                                          uint32_t channel, uint32_t height,
-                                                          uint32_t width) {
-  const float* us = task.us + std::size_t{channel} * height * task.rank_kept;
-  const float* v = task.v + std::size_t{channel} * width * task.rank_kept;
-  return {us, v, detail::vector_aligned(us, height), detail::vector_aligned(v, width)};
-}
-
 template <uint32_t kChannels>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     fused_reconstruct_tile128_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
@@ -150,8 +123,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const uint32_t thread_col = warp % kWarpsPerTileRow * kWarpThreadCols + lane % kWarpThreadCols;
   const uint32_t quad_row = thread_row * kQuad;
   const uint32_t quad_col = thread_col * kQuad;
-  const uint32_t load_k = threadIdx.x / kLoadersPerSliceRow;
-  const uint32_t load_element = threadIdx.x % kLoadersPerSliceRow * kVectorFloats;
 
   const uint32_t rank = task.rank;
   // At least one (empty) slice, so that rank 0 writes zeros as tile64 does.
@@ -159,28 +130,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const uint32_t steps = kChannels * slices;
 
   // Prologue: step 0 (channel 0, slice 0) into buffer 0.
-  ChannelFactors next = channel_factors(task, 0, height, width);
-  const auto load_slice = [&](const ChannelFactors& f, uint32_t k0) {
-    SliceLoad load;
-#pragma unroll
-    for (uint32_t i = 0; i < kLoadsPerThread; ++i) {
-      const uint32_t k = k0 + load_k + i * kLoadRowStride;
-      load.us[i] = detail::load_four(f.us, height, k, rank, row0 + load_element, height,
-                                     f.us_aligned);
-      load.v[i] = detail::load_four(f.v, width, k, rank, col0 + load_element, width, f.v_aligned);
-    }
-    return load;
+  detail::ChannelFactors next = detail::channel_factors(task, 0, height, width);
+  SliceLoad in_flight;
+  const auto load_slice = [&](uint32_t k0) {
+    in_flight.load(next, k0, rank, row0, col0, height, width);
   };
-  const auto store_slice = [&](const SliceLoad& load, uint32_t buffer) {
-#pragma unroll
-    for (uint32_t i = 0; i < kLoadsPerThread; ++i) {
-      const uint32_t kk = load_k + i * kLoadRowStride;
-      *reinterpret_cast<float4*>(&us_slices[buffer][kk][load_element]) = load.us[i];
-      *reinterpret_cast<float4*>(&v_slices[buffer][kk][load_element]) = load.v[i];
-    }
+  const auto store_slice = [&](uint32_t buffer) {
+    in_flight.store<kTile>(&us_slices[buffer][0][0], &v_slices[buffer][0][0]);
   };
-  SliceLoad in_flight = load_slice(next, 0);
-  store_slice(in_flight, 0);
+  load_slice(0);
+  store_slice(0);
   __syncthreads();
 
   Patch acc = {};
@@ -196,9 +155,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       if (++next_slice == slices) {
         next_slice = 0;
         ++next_channel;
-        next = channel_factors(task, next_channel, height, width);
+        next = detail::channel_factors(task, next_channel, height, width);
       }
-      in_flight = load_slice(next, next_slice * kSliceDepth);
+      load_slice(next_slice * kSliceDepth);
     }
     const Slice& us_slice = us_slices[buffer];
     const Slice& v_slice = v_slices[buffer];
@@ -236,7 +195,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
 
     if (more) {
-      store_slice(in_flight, buffer ^ 1U);
+      store_slice(buffer ^ 1U);
     }
     __syncthreads();
   }

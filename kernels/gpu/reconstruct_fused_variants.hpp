@@ -40,6 +40,11 @@ void launch_fused_tile128_u8(const ReconstructTask* tasks_device, uint32_t count
                              const ImageShape& shape, StreamView stream);
 [[nodiscard]] uint32_t fused_tile128_rows() noexcept;
 
+// reconstruct_fused_tensor.cu: 128 x 128 tiles on the tensor cores (3xTF32); u8 only.
+void launch_fused_tensor_u8(const ReconstructTask* tasks_device, uint32_t count,
+                            const ImageShape& shape, StreamView stream);
+[[nodiscard]] uint32_t fused_tensor_rows() noexcept;
+
 // reconstruct_fused_rows.cu: 4 rows x 16 pixels per thread, no shared tile; u8 only.
 void launch_fused_rows_u8(const ReconstructTask* tasks_device, uint32_t count,
                           const ImageShape& shape, StreamView stream);

@@ -2,15 +2,18 @@
 // against the cuBLAS path (SGEMM + quantise), all measured in one run:
 //   - device-to-device bandwidth: cudaMemcpyAsync D2D of a large buffer, read + write bytes;
 //   - FP32 FMA peak: a kernel of independent FMA chains on all SMs, 2 FLOPs per FMA (the
-//     arithmetic the kernel uses); cuBLAS SGEMM 8192^3 (pedantic FP32) for reference;
+//     arithmetic of tile64, tile128 and rows); cuBLAS SGEMM 8192^3 (pedantic FP32) for reference;
+//   - TF32 MMA peak: the same with mma.sync m16n8k8 TF32 chains (the arithmetic of tensor);
 //   - per shape x rank, for each fused variant and the cuBLAS path: time per batch (CUDA events,
 //     median after warm-up), bytes moved (factor columns read + output written, once each),
 //     FLOPs (2 h w k c), floor = max(bytes / D2D bandwidth, FLOPs / FMA peak), % of floor
-//     (floor / time), speed-up over cuBLAS.
+//     (floor / time), speed-up over cuBLAS. tensor's floor counts the FLOPs it must run: three
+//     MMAs per product (3xTF32, for FP32 accuracy), i.e. max(bytes / D2D, 3 FLOPs / TF32 peak).
 // Each image of a batch has its own factors (no cache reuse across images), and the batch is
 // sized so the outputs total >= 256 MB (64 MB with --quick). Every fused result is compared with
 // the cuBLAS result: at most 1 grey level apart, in at most 0.1% of the values; the variants must
-// agree with each other bit for bit (same summation order). Before the table, the kernels' 2-instruction rounding
+// agree with each other bit for bit (same summation order), except tensor, which sums in another
+// order and is held to the cuBLAS agreement only. Before the table, the kernels' 2-instruction rounding
 // (round_to_u8_bits) is checked against round_to_u8 on all 2^32 floats.
 // Targets (from the performance issue): fused >= 80% of floor everywhere, >= 1.5x cuBLAS for
 // k <= 64. "auto" is the variant launch_fused_reconstruct picks; targets are judged on it.
@@ -37,6 +40,7 @@
 #include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/gpu/reconstruct.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
+#include "kernels/gpu/tf32_mma.cuh"
 #include "kernels/image.hpp"
 #include "kernels/pixel_rounding.hpp"
 
@@ -52,7 +56,8 @@ constexpr double kFloorTarget = 0.8;
 constexpr double kSpeedupTarget = 1.5;
 constexpr uint32_t kSpeedupTargetMaxRank = 64;
 constexpr FusedVariant kVariants[] = {FusedVariant::tile64, FusedVariant::tile128,
-                                      FusedVariant::rows};
+                                      FusedVariant::rows, FusedVariant::tensor};
+constexpr double kTensorMmasPerProduct = 3;  // 3xTF32: big*big + big*small + small*big
 constexpr std::size_t kVariantCount = std::size(kVariants);
 
 struct Options {
@@ -134,6 +139,43 @@ double fma_peak_tflops(gpu::StreamView stream, int sms) {
   });
   const double flops = 2.0 * kFmaChains * kIterations * blocks * kThreads;
   return flops / (times.front() * 1e-3) / 1e12;
+}
+
+constexpr int kMmaChains = 8;       // independent accumulator tiles per warp
+constexpr int kMmaBlocksPerSm = 4;  // 32 warps per SM, 8 per tensor core
+
+__global__ void __launch_bounds__(kThreads) tf32_mma_peak_kernel(float* __restrict__ out,
+                                                                 uint32_t operand,
+                                                                 uint32_t iterations) {
+  float acc[kMmaChains][4] = {};
+#pragma unroll 1
+  for (uint32_t it = 0; it < iterations; it += 16) {
+#pragma unroll
+    for (int u = 0; u < 16; ++u) {
+#pragma unroll
+      for (int c = 0; c < kMmaChains; ++c) {
+        gpu::detail::mma_tf32(acc[c], operand, operand, operand, operand, operand, operand);
+      }
+    }
+  }
+  float sum = 0.0F;
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c) sum += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
+  out[std::size_t{blockIdx.x} * blockDim.x + threadIdx.x] = sum;  // keeps the chains alive
+}
+
+double tf32_mma_peak_tflops(gpu::StreamView stream, int sms) {
+  constexpr uint32_t kIterations = 1U << 14;
+  constexpr uint32_t kOperand = 0x3A800000;  // 2^-10: the sums stay finite
+  const uint32_t blocks = static_cast<uint32_t>(sms * kMmaBlocksPerSm);
+  gpu::DeviceBuffer out(std::size_t{blocks} * kThreads * sizeof(float));
+  const auto times = time_ms(stream, 5, [&] {
+    tf32_mma_peak_kernel<<<blocks, kThreads, 0, stream.value()>>>(out.as<float>(), kOperand,
+                                                                  kIterations);
+    SVDSERVE_CUDA_CHECK(cudaGetLastError());
+  });
+  const double mmas = double{kMmaChains} * kIterations * blocks * (kThreads / 32);
+  return mmas * gpu::detail::kMmaTf32Flops / (times.front() * 1e-3) / 1e12;
 }
 
 // Deterministic pseudo-random floats in [0, 1) from an index (splitmix64).
@@ -293,6 +335,7 @@ unsigned long long rounding_mismatches(gpu::StreamView stream) {
 struct Limits {
   double d2d_gb_per_s = 0;
   double fma_tflops = 0;
+  double tf32_mma_tflops = 0;
   double sgemm_tflops = 0;
 };
 
@@ -309,8 +352,9 @@ struct Row {
   uint32_t rank = 0;
   double bytes = 0;
   double flops = 0;
-  double floor_ms = 0;
-  bool floor_is_bandwidth = false;
+  double bandwidth_ms = 0;  // bytes / D2D bandwidth
+  double fma_ms = 0;        // FLOPs / FP32 FMA peak
+  double tensor_ms = 0;     // 3 FLOPs / TF32 MMA peak
   double cublas_ms = 0;
   FusedVariant chosen = FusedVariant::tile64;
   VariantResult variants[kVariantCount];
@@ -322,7 +366,22 @@ struct Row {
     return variants[0];
   }
   [[nodiscard]] const VariantResult& automatic() const { return result(chosen); }
-  [[nodiscard]] double percent_of_floor(double ms) const { return 100.0 * floor_ms / ms; }
+  // The floor of the arithmetic the variant uses (cuBLAS: tile64's, pedantic FP32).
+  [[nodiscard]] double floor_ms(FusedVariant v) const {
+    return std::max(bandwidth_ms, v == FusedVariant::tensor ? tensor_ms : fma_ms);
+  }
+  [[nodiscard]] bool floor_is_bandwidth(FusedVariant v) const {
+    return floor_ms(v) == bandwidth_ms;
+  }
+  [[nodiscard]] double percent_of_floor(FusedVariant v, double ms) const {
+    return 100.0 * floor_ms(v) / ms;
+  }
+  [[nodiscard]] double auto_percent_of_floor() const {
+    return percent_of_floor(chosen, automatic().ms);
+  }
+  [[nodiscard]] double cublas_percent_of_floor() const {
+    return percent_of_floor(FusedVariant::tile64, cublas_ms);
+  }
   [[nodiscard]] bool correct() const {
     const auto allowed = static_cast<unsigned long long>(
         kMaxDisagreement * static_cast<double>(batch) * static_cast<double>(shape.values()));
@@ -336,7 +395,7 @@ struct Row {
     return true;
   }
   [[nodiscard]] bool meets_floor_target() const {
-    return floor_ms / automatic().ms >= kFloorTarget;
+    return auto_percent_of_floor() >= 100.0 * kFloorTarget;
   }
   [[nodiscard]] bool speedup_applies() const { return rank <= kSpeedupTargetMaxRank; }
   [[nodiscard]] bool meets_speedup_target() const {
@@ -373,10 +432,9 @@ class ShapeRun {
                      sizeof(float) +
                  static_cast<double>(out_bytes())) *
                 batch_;
-    const double bandwidth_ms = row.bytes / (limits.d2d_gb_per_s * 1e9) * 1e3;
-    const double compute_ms = row.flops / (limits.fma_tflops * 1e12) * 1e3;
-    row.floor_ms = std::max(bandwidth_ms, compute_ms);
-    row.floor_is_bandwidth = bandwidth_ms >= compute_ms;
+    row.bandwidth_ms = row.bytes / (limits.d2d_gb_per_s * 1e9) * 1e3;
+    row.fma_ms = row.flops / (limits.fma_tflops * 1e12) * 1e3;
+    row.tensor_ms = kTensorMmasPerProduct * row.flops / (limits.tf32_mma_tflops * 1e12) * 1e3;
     row.chosen = gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank);
 
     const std::vector<ReconstructTask> cublas_tasks = tasks(rank, cublas_out_);
@@ -401,7 +459,7 @@ class ShapeRun {
                                       OutputPixels::u8, rank, stream_, kVariants[v]);
       }));
       result.vs_cublas = compare_u8(variant_out_[v].data(), cublas_out_.data(), values, stream_);
-      if (v > 0) {
+      if (v > 0 && kVariants[v] != FusedVariant::tensor) {  // tensor sums in another order
         result.identical_to_tile64 =
             compare_u8(variant_out_[v].data(), variant_out_[0].data(), values, stream_)
                 .differing == 0;
@@ -440,11 +498,13 @@ class ShapeRun {
 // Output
 
 void print_header() {
-  std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %10s %8s %7s %7s %7s %7s %7s %6s  %s\n",
+  std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %10s %10s %8s %7s %7s %7s %7s %7s %7s "
+              "%6s  %s\n",
               "shape", "c", "batch", "rank", "floor_ms", "bound", "tile64_ms", "tile128_ms",
-              "rows_ms", "cublas_ms", "auto", "%floor", "%fl_t64", "%fl_128", "%fl_row",
-              "%fl_cub", "x_cub",
-              "check (max diff, differing vs cuBLAS: t64; t128; rows; variants identical)");
+              "rows_ms", "tensor_ms", "cublas_ms", "auto", "%floor", "%fl_t64", "%fl_128",
+              "%fl_row", "%fl_ten", "%fl_cub", "x_cub",
+              "check (max diff, differing vs cuBLAS: t64; t128; rows; tensor; FP32 variants "
+              "identical)");
 }
 
 // "-" for a variant that does not apply to the row's rank.
@@ -460,27 +520,34 @@ std::string difference_cell(const VariantResult& v) {
   return std::to_string(v.vs_cublas.max_abs) + ", " + std::to_string(v.vs_cublas.differing);
 }
 
+const char* bound_name(const Row& r, FusedVariant v) {
+  if (r.floor_is_bandwidth(v)) return "bytes";
+  return v == FusedVariant::tensor ? "tf32" : "fma";
+}
+
 void print_row(const Row& r) {
   const std::string shape = std::to_string(r.shape.width) + "x" + std::to_string(r.shape.height);
-  const VariantResult& t64 = r.result(FusedVariant::tile64);
-  const VariantResult& t128 = r.result(FusedVariant::tile128);
-  const VariantResult& rows = r.result(FusedVariant::rows);
   bool identical = true;
   for (const VariantResult& v : r.variants) identical = identical && v.identical_to_tile64;
-  std::printf("%-10s %2u %5u %4u %8.3f %5s %10s %10s %10s %10.3f %8s %6.1f%% %7s %7s %7s "
-              "%6.1f%% %6.2f  %s (%s; %s; %s; %s)\n",
-              shape.c_str(), r.shape.channels, r.batch, r.rank, r.floor_ms,
-              r.floor_is_bandwidth ? "bytes" : "fma", cell(t64, t64.ms, "%.3f").c_str(),
-              cell(t128, t128.ms, "%.3f").c_str(), cell(rows, rows.ms, "%.3f").c_str(),
-              r.cublas_ms, gpu::fused_variant_name(r.chosen),
-              r.percent_of_floor(r.automatic().ms),
-              cell(t64, r.percent_of_floor(t64.ms), "%.1f%%").c_str(),
-              cell(t128, r.percent_of_floor(t128.ms), "%.1f%%").c_str(),
-              cell(rows, r.percent_of_floor(rows.ms), "%.1f%%").c_str(),
-              r.percent_of_floor(r.cublas_ms), r.cublas_ms / r.automatic().ms,
-              r.correct() ? "PASS" : "FAIL", difference_cell(t64).c_str(),
-              difference_cell(t128).c_str(), difference_cell(rows).c_str(),
-              identical ? "yes" : "NO");
+  std::string times;
+  std::string percents;
+  std::string checks;
+  char field[24];
+  for (std::size_t v = 0; v < kVariantCount; ++v) {
+    const VariantResult& vr = r.variants[v];
+    std::snprintf(field, sizeof(field), " %10s", cell(vr, vr.ms, "%.3f").c_str());
+    times += field;
+    std::snprintf(field, sizeof(field), " %7s",
+                  cell(vr, r.percent_of_floor(kVariants[v], vr.ms), "%.1f%%").c_str());
+    percents += field;
+    checks += difference_cell(vr) + "; ";
+  }
+  std::printf("%-10s %2u %5u %4u %8.3f %5s%s %10.3f %8s %6.1f%%%s %6.1f%% %6.2f  %s (%s%s)\n",
+              shape.c_str(), r.shape.channels, r.batch, r.rank, r.floor_ms(r.chosen),
+              bound_name(r, r.chosen), times.c_str(), r.cublas_ms,
+              gpu::fused_variant_name(r.chosen), r.auto_percent_of_floor(), percents.c_str(),
+              r.cublas_percent_of_floor(), r.cublas_ms / r.automatic().ms,
+              r.correct() ? "PASS" : "FAIL", checks.c_str(), identical ? "yes" : "NO");
 }
 
 void write_json(const std::string& path, const std::string& device, const Limits& limits,
@@ -488,6 +555,8 @@ void write_json(const std::string& path, const std::string& device, const Limits
   std::ofstream json(path);
   json << "{\"device\": \"" << device << "\", \"d2d_gb_per_s\": " << limits.d2d_gb_per_s
        << ", \"fma_peak_tflops\": " << limits.fma_tflops
+       << ", \"tf32_mma_peak_tflops\": " << limits.tf32_mma_tflops
+       << ", \"tensor_mmas_per_product\": " << kTensorMmasPerProduct
        << ", \"sgemm_tflops\": " << limits.sgemm_tflops << ", \"floor_target\": " << kFloorTarget
        << ", \"speedup_target\": " << kSpeedupTarget << ", \"rows\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -495,13 +564,14 @@ void write_json(const std::string& path, const std::string& device, const Limits
     json << (i ? "," : "") << "\n {\"width\": " << r.shape.width << ", \"height\": "
          << r.shape.height << ", \"channels\": " << r.shape.channels << ", \"batch\": " << r.batch
          << ", \"rank\": " << r.rank << ", \"bytes\": " << r.bytes << ", \"flops\": " << r.flops
-         << ", \"floor_ms\": " << r.floor_ms << ", \"floor_bound\": \""
-         << (r.floor_is_bandwidth ? "bytes" : "fma") << "\", \"cublas_ms\": " << r.cublas_ms
+         << ", \"bandwidth_floor_ms\": " << r.bandwidth_ms << ", \"fma_floor_ms\": " << r.fma_ms
+         << ", \"tensor_floor_ms\": " << r.tensor_ms << ", \"cublas_ms\": " << r.cublas_ms
          << ", \"auto_variant\": \"" << gpu::fused_variant_name(r.chosen)
-         << "\", \"auto_ms\": " << r.automatic().ms
-         << ", \"auto_percent_of_floor\": " << r.percent_of_floor(r.automatic().ms)
+         << "\", \"auto_floor_ms\": " << r.floor_ms(r.chosen) << ", \"auto_floor_bound\": \""
+         << bound_name(r, r.chosen) << "\", \"auto_ms\": " << r.automatic().ms
+         << ", \"auto_percent_of_floor\": " << r.auto_percent_of_floor()
          << ", \"auto_speedup_vs_cublas\": " << r.cublas_ms / r.automatic().ms
-         << ", \"cublas_percent_of_floor\": " << r.percent_of_floor(r.cublas_ms)
+         << ", \"cublas_percent_of_floor\": " << r.cublas_percent_of_floor()
          << ", \"correct\": " << (r.correct() ? "true" : "false")
          << ", \"meets_floor_target\": " << (r.meets_floor_target() ? "true" : "false")
          << ", \"meets_speedup_target\": "
@@ -512,7 +582,9 @@ void write_json(const std::string& path, const std::string& device, const Limits
       const VariantResult& vr = r.variants[v];
       if (!vr.ran) continue;
       json << (first_variant ? "" : ", ") << "\"" << gpu::fused_variant_name(kVariants[v])
-           << "\": {\"ms\": " << vr.ms << ", \"percent_of_floor\": " << r.percent_of_floor(vr.ms)
+           << "\": {\"ms\": " << vr.ms << ", \"floor_ms\": " << r.floor_ms(kVariants[v])
+           << ", \"percent_of_floor\": " << r.percent_of_floor(kVariants[v], vr.ms)
+           << ", \"percent_of_fp32_floor\": " << r.percent_of_floor(FusedVariant::tile64, vr.ms)
            << ", \"speedup_vs_cublas\": " << r.cublas_ms / vr.ms
            << ", \"max_abs_diff_vs_cublas\": " << vr.vs_cublas.max_abs
            << ", \"differing_vs_cublas\": " << vr.vs_cublas.differing
@@ -563,9 +635,12 @@ int run(const Options& options) {
   Limits limits;
   limits.d2d_gb_per_s = d2d_gb_per_s(stream.view(), options.quick);
   limits.fma_tflops = fma_peak_tflops(stream.view(), props.multiProcessorCount);
+  limits.tf32_mma_tflops = tf32_mma_peak_tflops(stream.view(), props.multiProcessorCount);
   limits.sgemm_tflops = sgemm_tflops(stream.view(), options.quick);
   std::printf("D2D bandwidth (read + write): %.1f GB/s\n", limits.d2d_gb_per_s);
   std::printf("FP32 FMA peak (2 FLOPs/FMA):  %.2f TFLOP/s\n", limits.fma_tflops);
+  std::printf("TF32 mma.sync peak:           %.2f TFLOP/s (tensor's floor: %.0f MMAs per product)\n",
+              limits.tf32_mma_tflops, kTensorMmasPerProduct);
   std::printf("cuBLAS SGEMM %d^3 (pedantic): %.2f TFLOP/s (%.0f%% of FMA peak)\n",
               options.quick ? 4096 : 8192, limits.sgemm_tflops,
               100.0 * limits.sgemm_tflops / limits.fma_tflops);

@@ -1,0 +1,266 @@
+// Fused reconstruction on the tensor cores (FusedVariant::tensor), u8 output only:
+// out = round_to_u8(US_k V_k^T), written straight into the interleaved (HWC) output.
+//
+// Why a fourth kernel: from k ~ 16 up the FP32 kernels are bound by instruction issue, not memory:
+// tile128 (reconstruct_fused_tile128.cu) needs one FMA instruction per multiply-add and, besides
+// them, ~12 instructions per output value (rounding, staging, operand loads), so it reaches 36-40 %
+// of the FMA floor at k = 16 and 55-66 % at k >= 64 (cuBLAS SGEMM itself: 79 % of the FMA peak).
+// One mma.sync.m16n8k8 instruction does 1,024 multiply-adds on the tensor cores, and the rounding
+// and stores run on the other pipes beside it.
+//
+// Accuracy: TF32 keeps 10 of FP32's 23 mantissa bits, which would move a u8 pixel by a level in
+// a few percent of the values. So each factor value x is split into big = tf32(x) and
+// small = tf32(x - big), and each product is big*big + big*small + small*big (the "3xTF32" of
+// CUTLASS; the dropped small*small is ~2^-22 relative): FP32-class accuracy in three MMAs. The
+// summation order differs from the FP32 kernels, so a pixel may differ by one level at a .5
+// boundary, as between the FP32 kernels and cuBLAS.
+//
+// Layout (the block and its slices are tile128's):
+//  - one block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 8 warps;
+//  - warp w owns a 64 x 32 output patch: 4 x 4 MMA tiles of 16 x 8, 64 FP32 accumulators per
+//    thread, in the mma fragment layout (thread = group g = lane / 4 and t = lane % 4: rows g and
+//    g + 8, columns 2t and 2t + 1 of each tile);
+//  - k advances in shared-memory slices of 16 (two MMA k-steps of 8), double-buffered through
+//    registers (reconstruct_slices.cuh), one __syncthreads per slice, the pipeline running across
+//    channels;
+//  - slice rows are padded to 136 floats: a fragment load reads rows t and columns g of a slice,
+//    and with a pitch of 8 banks mod 32 the 32 lanes hit 32 different banks;
+//  - each channel's accumulators are rounded (round_to_u8_packable: no F2I) into the staging tile
+//    that tile128 uses, and after the last channel the tile is copied out with 16-byte stores.
+// Ranks are padded with zeros to whole slices (load_four reads nothing at k >= rank), so small
+// ranks waste MMAs: automatic picks this kernel from k = 8, where it was measured fastest.
+//
+// Measured on an H100 (svdserve_reconstruct_bench, docs/PERFORMANCE.md): 1.2-1.4x faster than
+// tile128 from k = 16 (1024², k = 256: 0.61 vs 0.85 ms); 50-55 % of its floor at k = 256 with the
+// tensor pipe ~55 % busy and 48 % of issue slots used, i.e. latency-bound: fragments are loaded
+// and split right before their MMAs. Measured and not kept: cvt.rna.tf32 for the split (~12 %
+// slower at k = 256: it compiles to more instructions); cp.async slices (no change); the split
+// done once per block into big/small slices of depth 8 (11 % fewer instructions, 6 % slower:
+// twice the barriers, less overlap).
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/reconstruct_fused_variants.hpp"
+#include "kernels/gpu/reconstruct_slices.cuh"
+#include "kernels/gpu/reconstruct_tile_io.cuh"
+#include "kernels/gpu/tf32_mma.cuh"
+
+namespace svdserve::gpu {
+namespace {
+
+using detail::kStoreBytes;
+using detail::mma_tf32;
+using detail::split_tf32;
+using detail::SplitTf32;
+
+constexpr uint32_t kTile = 128;
+constexpr uint32_t kSliceDepth = 16;  // two MMA k-steps
+constexpr uint32_t kSlicePitch = kTile + 8;  // floats; see the header comment
+constexpr uint32_t kWarpSize = 32;
+constexpr uint32_t kThreads = 256;
+constexpr uint32_t kWarpRows = 64;  // a warp's output patch
+constexpr uint32_t kWarpCols = 32;
+constexpr uint32_t kWarpsPerTileRow = kTile / kWarpCols;
+static_assert(kThreads / kWarpSize == (kTile / kWarpRows) * kWarpsPerTileRow);
+constexpr uint32_t kMmaRows = 16;  // mma.m16n8k8
+constexpr uint32_t kMmaCols = 8;
+constexpr uint32_t kMmaDepth = 8;
+constexpr uint32_t kRowTiles = kWarpRows / kMmaRows;  // per warp
+constexpr uint32_t kColTiles = kWarpCols / kMmaCols;
+constexpr int kMinBlocksPerSm = 2;
+constexpr std::size_t kSharedBytesWithoutOptIn = 48 * 1024;
+
+using SliceLoad = detail::SliceLoad<kTile, kSliceDepth, kThreads>;
+using Slice = float[kSliceDepth][kSlicePitch];
+// acc[i][j][e]: MMA tile (i, j) of the warp's patch, fragment element e.
+using Accumulators = float[kRowTiles][kColTiles][4];
+
+constexpr std::size_t kSlicesBytes = 2 * sizeof(Slice);  // double-buffered
+constexpr std::size_t kStagingOffset = 2 * kSlicesBytes;  // US slices, then V slices
+static_assert(kStagingOffset % kStoreBytes == 0);
+
+template <uint32_t kChannels>
+constexpr uint32_t pitch() {
+  return detail::staging_pitch<uint8_t, kChannels, kTile>();
+}
+
+template <uint32_t kChannels>
+constexpr std::size_t shared_bytes() {
+  return kStagingOffset + std::size_t{kTile} * pitch<kChannels>();
+}
+
+// One MMA k-step (k0 .. k0 + 7 of the slice) of the warp's patch (fragment layouts: mma_tf32).
+// Each operand is split as it is loaded (split_tf32: four instructions). Three MMAs per tile,
+// small terms first so they are not lost against the running sum of big ones, and pass by pass
+// over the four tiles of a row so that the three MMAs into one accumulator (each waits for the
+// one before) have three independent ones between them.
+__device__ __forceinline__ void multiply_step(const Slice& us, const Slice& v, uint32_t k0,
+                                              uint32_t patch_row, uint32_t patch_col,
+                                              uint32_t group, uint32_t thread_in_group,
+                                              Accumulators& acc) {
+  const float* const us_low = &us[k0 + thread_in_group][patch_row + group];
+  const float* const us_high = &us[k0 + thread_in_group + 4][patch_row + group];
+  const float* const v_low = &v[k0 + thread_in_group][patch_col + group];
+  const float* const v_high = &v[k0 + thread_in_group + 4][patch_col + group];
+  SplitTf32 b[kColTiles][2];
+#pragma unroll
+  for (uint32_t j = 0; j < kColTiles; ++j) {
+    b[j][0] = split_tf32(v_low[j * kMmaCols]);
+    b[j][1] = split_tf32(v_high[j * kMmaCols]);
+  }
+#pragma unroll
+  for (uint32_t i = 0; i < kRowTiles; ++i) {
+    const uint32_t r = i * kMmaRows;
+    const SplitTf32 a0 = split_tf32(us_low[r]);
+    const SplitTf32 a1 = split_tf32(us_low[r + 8]);
+    const SplitTf32 a2 = split_tf32(us_high[r]);
+    const SplitTf32 a3 = split_tf32(us_high[r + 8]);
+#pragma unroll
+    for (uint32_t j = 0; j < kColTiles; ++j) {
+      mma_tf32(acc[i][j], a0.small, a1.small, a2.small, a3.small, b[j][0].big, b[j][1].big);
+    }
+#pragma unroll
+    for (uint32_t j = 0; j < kColTiles; ++j) {
+      mma_tf32(acc[i][j], a0.big, a1.big, a2.big, a3.big, b[j][0].small, b[j][1].small);
+    }
+#pragma unroll
+    for (uint32_t j = 0; j < kColTiles; ++j) {
+      mma_tf32(acc[i][j], a0.big, a1.big, a2.big, a3.big, b[j][0].big, b[j][1].big);
+    }
+  }
+}
+
+template <uint32_t kChannels>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+    fused_reconstruct_tensor_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
+                                    uint32_t width) {
+  constexpr uint32_t kPitch = pitch<kChannels>();
+  static_assert(kPitch % kStoreBytes == 0);
+
+  extern __shared__ __align__(16) unsigned char shared[];
+  auto* const us_slices = reinterpret_cast<Slice*>(shared);
+  auto* const v_slices = reinterpret_cast<Slice*>(shared + kSlicesBytes);
+  unsigned char* const staging = shared + kStagingOffset;
+
+  const ReconstructTask task = tasks[blockIdx.z];
+  const uint32_t row0 = blockIdx.y * kTile;
+  const uint32_t col0 = blockIdx.x * kTile;
+  const std::size_t row_bytes = std::size_t{width} * kChannels;
+  unsigned char* const tile_out =
+      static_cast<unsigned char*>(task.out) + row0 * row_bytes + std::size_t{col0} * kChannels;
+  const auto tile_address = reinterpret_cast<std::uintptr_t>(tile_out);
+
+  const uint32_t warp = threadIdx.x / kWarpSize;
+  const uint32_t lane = threadIdx.x % kWarpSize;
+  const uint32_t group = lane / 4;
+  const uint32_t thread_in_group = lane % 4;
+  const uint32_t patch_row = warp / kWarpsPerTileRow * kWarpRows;
+  const uint32_t patch_col = warp % kWarpsPerTileRow * kWarpCols;
+
+  const uint32_t rank = task.rank;
+  // At least one (empty) slice, so that rank 0 writes zeros as the other variants do.
+  const uint32_t slices = max(1U, (rank + kSliceDepth - 1) / kSliceDepth);
+  const uint32_t steps = kChannels * slices;
+
+  detail::ChannelFactors next = detail::channel_factors(task, 0, height, width);
+  SliceLoad in_flight;
+  in_flight.load(next, 0, rank, row0, col0, height, width);
+  const auto store_slice = [&](uint32_t buffer) {
+    in_flight.store<kSlicePitch>(&us_slices[buffer][0][0], &v_slices[buffer][0][0]);
+  };
+  store_slice(0);
+  __syncthreads();
+
+  Accumulators acc = {};
+  uint32_t channel = 0;
+  uint32_t slice = 0;
+  uint32_t next_channel = 0;
+  uint32_t next_slice = 0;
+#pragma unroll 1
+  for (uint32_t step = 0; step < steps; ++step) {
+    const uint32_t buffer = step & 1U;
+    const bool more = step + 1 < steps;
+    if (more) {  // in flight while this slice is multiplied
+      if (++next_slice == slices) {
+        next_slice = 0;
+        ++next_channel;
+        next = detail::channel_factors(task, next_channel, height, width);
+      }
+      in_flight.load(next, next_slice * kSliceDepth, rank, row0, col0, height, width);
+    }
+#pragma unroll
+    for (uint32_t k0 = 0; k0 < kSliceDepth; k0 += kMmaDepth) {
+      multiply_step(us_slices[buffer], v_slices[buffer], k0, patch_row, patch_col, group,
+                    thread_in_group, acc);
+    }
+
+    if (++slice == slices) {
+      // The channel is complete: round the patch into the staging tile (rows and columns past
+      // the image edge too; the copy-out never reads them).
+#pragma unroll
+      for (uint32_t i = 0; i < kRowTiles; ++i) {
+#pragma unroll
+        for (uint32_t half = 0; half < 2; ++half) {
+          const uint32_t row = patch_row + i * kMmaRows + half * 8 + group;
+          unsigned char* const stage_row =
+              staging + row * kPitch + detail::misalignment(tile_address + row * row_bytes) +
+              channel;
+#pragma unroll
+          for (uint32_t j = 0; j < kColTiles; ++j) {
+            const uint32_t col = patch_col + j * kMmaCols + 2 * thread_in_group;
+#pragma unroll
+            for (uint32_t e = 0; e < 2; ++e) {
+              float& value = acc[i][j][2 * half + e];
+              // STS.U8 stores the low byte; round_to_u8_packable leaves it there.
+              stage_row[(col + e) * kChannels] =
+                  static_cast<uint8_t>(detail::round_to_u8_packable(value));
+              value = 0.0F;
+            }
+          }
+        }
+      }
+      slice = 0;
+      ++channel;
+    }
+
+    if (more) store_slice(buffer ^ 1U);
+    __syncthreads();
+  }
+
+  const uint32_t tile_rows = min(kTile, height - row0);
+  const uint32_t tile_cols = min(kTile, width - col0);
+  detail::copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, tile_out, row_bytes,
+                                                              tile_rows, tile_cols);
+}
+
+template <uint32_t kChannels>
+void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+            StreamView stream) {
+  constexpr std::size_t kSharedBytes = shared_bytes<kChannels>();
+  const auto kernel = fused_reconstruct_tensor_kernel<kChannels>;
+  if constexpr (kSharedBytes > kSharedBytesWithoutOptIn) {
+    SVDSERVE_CUDA_CHECK(cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)));
+  }
+  const dim3 grid((shape.width + kTile - 1) / kTile, (shape.height + kTile - 1) / kTile, count);
+  kernel<<<grid, kThreads, kSharedBytes, stream.value()>>>(tasks_device, shape.height,
+                                                           shape.width);
+  SVDSERVE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+uint32_t fused_tensor_rows() noexcept { return kTile; }
+
+void launch_fused_tensor_u8(const ReconstructTask* tasks_device, uint32_t count,
+                            const ImageShape& shape, StreamView stream) {
+  dispatch_channels(shape.channels, [&](auto channels) {
+    launch<decltype(channels)::value>(tasks_device, count, shape, stream);
+  });
+}
+
+}  // namespace svdserve::gpu
