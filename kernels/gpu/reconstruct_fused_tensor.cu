@@ -33,8 +33,9 @@
 // Measured on an H100 (svdserve_reconstruct_bench, docs/PERFORMANCE.md): 1.2-1.4x faster than
 // tile128 from k = 16 (1024², k = 256: 0.61 vs 0.85 ms); 50-55 % of its floor at k = 256 with the
 // tensor pipe ~55 % busy and 48 % of issue slots used, i.e. latency-bound: fragments are loaded
-// and split right before their MMAs. Measured and not kept: cvt.rna.tf32 for the split (~12 %
-// slower at k = 256: it compiles to more instructions); cp.async slices (no change); the split
+// and split right before their MMAs. Measured and not kept: the first version (cvt.rna.tf32 for
+// the split, which compiles to more instructions, and the three MMAs of a tile back to back) was
+// 12 % slower at k = 256; cp.async slices (no change); the split
 // done once per block into big/small slices of depth 8 (11 % fewer instructions, 6 % slower:
 // twice the barriers, less overlap).
 
@@ -43,9 +44,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
-#include "kernels/gpu/reconstruct_slices.cuh"
+#include "kernels/gpu/reconstruct_tile_pipeline.cuh"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/tf32_mma.cuh"
 
@@ -72,9 +72,7 @@ constexpr uint32_t kMmaDepth = 8;
 constexpr uint32_t kRowTiles = kWarpRows / kMmaRows;  // per warp
 constexpr uint32_t kColTiles = kWarpCols / kMmaCols;
 constexpr int kMinBlocksPerSm = 2;
-constexpr std::size_t kSharedBytesWithoutOptIn = 48 * 1024;
 
-using SliceLoad = detail::SliceLoad<kTile, kSliceDepth, kThreads>;
 using Slice = float[kSliceDepth][kSlicePitch];
 // acc[i][j][e]: MMA tile (i, j) of the warp's patch, fragment element e.
 using Accumulators = float[kRowTiles][kColTiles][4];
@@ -161,95 +159,50 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const uint32_t patch_row = warp / kWarpsPerTileRow * kWarpRows;
   const uint32_t patch_col = warp % kWarpsPerTileRow * kWarpCols;
 
-  const uint32_t rank = task.rank;
-  // At least one (empty) slice, so that rank 0 writes zeros as the other variants do.
-  const uint32_t slices = max(1U, (rank + kSliceDepth - 1) / kSliceDepth);
-  const uint32_t steps = kChannels * slices;
-
-  detail::ChannelFactors next = detail::channel_factors(task, 0, height, width);
-  SliceLoad in_flight;
-  in_flight.load(next, 0, rank, row0, col0, height, width);
-  const auto store_slice = [&](uint32_t buffer) {
-    in_flight.store<kSlicePitch>(&us_slices[buffer][0][0], &v_slices[buffer][0][0]);
-  };
-  store_slice(0);
-  __syncthreads();
-
   Accumulators acc = {};
-  uint32_t channel = 0;
-  uint32_t slice = 0;
-  uint32_t next_channel = 0;
-  uint32_t next_slice = 0;
-#pragma unroll 1
-  for (uint32_t step = 0; step < steps; ++step) {
-    const uint32_t buffer = step & 1U;
-    const bool more = step + 1 < steps;
-    if (more) {  // in flight while this slice is multiplied
-      if (++next_slice == slices) {
-        next_slice = 0;
-        ++next_channel;
-        next = detail::channel_factors(task, next_channel, height, width);
-      }
-      in_flight.load(next, next_slice * kSliceDepth, rank, row0, col0, height, width);
-    }
+  // Ranks are padded with zeros to whole slices, so the depth does not matter here.
+  const auto multiply = [&](const float* us_floats, const float* v_floats, uint32_t /*depth*/) {
+    const Slice& us_slice = *reinterpret_cast<const Slice*>(us_floats);
+    const Slice& v_slice = *reinterpret_cast<const Slice*>(v_floats);
 #pragma unroll
     for (uint32_t k0 = 0; k0 < kSliceDepth; k0 += kMmaDepth) {
-      multiply_step(us_slices[buffer], v_slices[buffer], k0, patch_row, patch_col, group,
-                    thread_in_group, acc);
+      multiply_step(us_slice, v_slice, k0, patch_row, patch_col, group, thread_in_group, acc);
     }
-
-    if (++slice == slices) {
-      // The channel is complete: round the patch into the staging tile (rows and columns past
-      // the image edge too; the copy-out never reads them).
+  };
+  // A complete channel: the patch rounded into the staging tile (rows and columns past the image
+  // edge too; the copy-out never reads them).
+  const auto finish_channel = [&](uint32_t channel) {
 #pragma unroll
-      for (uint32_t i = 0; i < kRowTiles; ++i) {
+    for (uint32_t i = 0; i < kRowTiles; ++i) {
 #pragma unroll
-        for (uint32_t half = 0; half < 2; ++half) {
-          const uint32_t row = patch_row + i * kMmaRows + half * 8 + group;
-          unsigned char* const stage_row =
-              staging + row * kPitch + detail::misalignment(tile_address + row * row_bytes) +
-              channel;
+      for (uint32_t half = 0; half < 2; ++half) {
+        const uint32_t row = patch_row + i * kMmaRows + half * 8 + group;
+        unsigned char* const stage_row =
+            staging + row * kPitch + detail::misalignment(tile_address + row * row_bytes) +
+            channel;
 #pragma unroll
-          for (uint32_t j = 0; j < kColTiles; ++j) {
-            const uint32_t col = patch_col + j * kMmaCols + 2 * thread_in_group;
+        for (uint32_t j = 0; j < kColTiles; ++j) {
+          const uint32_t col = patch_col + j * kMmaCols + 2 * thread_in_group;
 #pragma unroll
-            for (uint32_t e = 0; e < 2; ++e) {
-              float& value = acc[i][j][2 * half + e];
-              // STS.U8 stores the low byte; round_to_u8_packable leaves it there.
-              stage_row[(col + e) * kChannels] =
-                  static_cast<uint8_t>(detail::round_to_u8_packable(value));
-              value = 0.0F;
-            }
+          for (uint32_t e = 0; e < 2; ++e) {
+            float& value = acc[i][j][2 * half + e];
+            // STS.U8 stores the low byte; round_to_u8_packable leaves it there.
+            stage_row[(col + e) * kChannels] =
+                static_cast<uint8_t>(detail::round_to_u8_packable(value));
+            value = 0.0F;
           }
         }
       }
-      slice = 0;
-      ++channel;
     }
-
-    if (more) store_slice(buffer ^ 1U);
-    __syncthreads();
-  }
+  };
+  detail::stream_slices<kTile, kSliceDepth, kThreads, kSlicePitch, kChannels>(
+      task, row0, col0, height, width, &us_slices[0][0][0], &v_slices[0][0][0], multiply,
+      finish_channel);
 
   const uint32_t tile_rows = min(kTile, height - row0);
   const uint32_t tile_cols = min(kTile, width - col0);
   detail::copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, tile_out, row_bytes,
                                                               tile_rows, tile_cols);
-}
-
-template <uint32_t kChannels>
-void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
-            StreamView stream) {
-  constexpr std::size_t kSharedBytes = shared_bytes<kChannels>();
-  const auto kernel = fused_reconstruct_tensor_kernel<kChannels>;
-  if constexpr (kSharedBytes > kSharedBytesWithoutOptIn) {
-    SVDSERVE_CUDA_CHECK(cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)));
-  }
-  const dim3 grid((shape.width + kTile - 1) / kTile, (shape.height + kTile - 1) / kTile, count);
-  kernel<<<grid, kThreads, kSharedBytes, stream.value()>>>(tasks_device, shape.height,
-                                                           shape.width);
-  SVDSERVE_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -259,7 +212,10 @@ uint32_t fused_tensor_rows() noexcept { return kTile; }
 void launch_fused_tensor_u8(const ReconstructTask* tasks_device, uint32_t count,
                             const ImageShape& shape, StreamView stream) {
   dispatch_channels(shape.channels, [&](auto channels) {
-    launch<decltype(channels)::value>(tasks_device, count, shape, stream);
+    constexpr uint32_t kChannels = decltype(channels)::value;
+    detail::launch_tiles<kTile, kThreads>(fused_reconstruct_tensor_kernel<kChannels>,
+                                          shared_bytes<kChannels>(), tasks_device, count, shape,
+                                          stream);
   });
 }
 

@@ -30,9 +30,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
-#include "kernels/gpu/reconstruct_slices.cuh"
+#include "kernels/gpu/reconstruct_tile_pipeline.cuh"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 
 namespace svdserve::gpu {
@@ -54,10 +53,8 @@ constexpr uint32_t kWarpThreadCols = 8;  // a warp is 4 x 8 threads (see the hea
 constexpr uint32_t kWarpThreadRows = kWarpSize / kWarpThreadCols;
 constexpr uint32_t kWarpsPerTileRow = kThreadsPerSide / kWarpThreadCols;
 constexpr int kMinBlocksPerSm = 2;  // caps registers at 128: 64 accumulators + 16 operands + ...
-constexpr std::size_t kSharedBytesWithoutOptIn = 48 * 1024;
 
 static_assert(kThreads == 256);
-using SliceLoad = detail::SliceLoad<kTile, kSliceDepth, kThreads>;
 
 using Slice = float[kSliceDepth][kTile];
 using Patch = float[kPatch][kPatch];
@@ -124,44 +121,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const uint32_t quad_row = thread_row * kQuad;
   const uint32_t quad_col = thread_col * kQuad;
 
-  const uint32_t rank = task.rank;
-  // At least one (empty) slice, so that rank 0 writes zeros as tile64 does.
-  const uint32_t slices = max(1U, (rank + kSliceDepth - 1) / kSliceDepth);
-  const uint32_t steps = kChannels * slices;
-
-  // Prologue: step 0 (channel 0, slice 0) into buffer 0.
-  detail::ChannelFactors next = detail::channel_factors(task, 0, height, width);
-  SliceLoad in_flight;
-  const auto load_slice = [&](uint32_t k0) {
-    in_flight.load(next, k0, rank, row0, col0, height, width);
-  };
-  const auto store_slice = [&](uint32_t buffer) {
-    in_flight.store<kTile>(&us_slices[buffer][0][0], &v_slices[buffer][0][0]);
-  };
-  load_slice(0);
-  store_slice(0);
-  __syncthreads();
-
   Patch acc = {};
-  uint32_t channel = 0;
-  uint32_t slice = 0;
-  uint32_t next_channel = 0;
-  uint32_t next_slice = 0;
-#pragma unroll 1
-  for (uint32_t step = 0; step < steps; ++step) {
-    const uint32_t buffer = step & 1U;
-    const bool more = step + 1 < steps;
-    if (more) {  // in flight while this slice is multiplied
-      if (++next_slice == slices) {
-        next_slice = 0;
-        ++next_channel;
-        next = detail::channel_factors(task, next_channel, height, width);
-      }
-      load_slice(next_slice * kSliceDepth);
-    }
-    const Slice& us_slice = us_slices[buffer];
-    const Slice& v_slice = v_slices[buffer];
-    const uint32_t depth = min(kSliceDepth, rank - slice * kSliceDepth);
+  const auto multiply = [&](const float* us_floats, const float* v_floats, uint32_t depth) {
+    const Slice& us_slice = *reinterpret_cast<const Slice*>(us_floats);
+    const Slice& v_slice = *reinterpret_cast<const Slice*>(v_floats);
     if (depth == kSliceDepth) {
 #pragma unroll
       for (uint32_t kk = 0; kk < kSliceDepth; ++kk) {
@@ -173,53 +136,31 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
         accumulate_k(us_slice, v_slice, kk, quad_row, quad_col, acc);
       }
     }
-
-    if (++slice == slices) {
-      // The channel is complete: round its patch into the staging tile. Rows and columns past
-      // the image edge land there too (the tile is always whole); the copy-out never reads them.
+  };
+  // A complete channel: its patch rounded into the staging tile. Rows and columns past the image
+  // edge land there too (the tile is always whole); the copy-out never reads them.
+  const auto finish_channel = [&](uint32_t channel) {
 #pragma unroll
-      for (uint32_t r = 0; r < kPatch; ++r) {
-        const uint32_t row = patch_offset(quad_row, r);
-        unsigned char* const stage_row =
-            staging + row * kPitch + detail::misalignment(tile_address + row * row_bytes) +
-            channel;
+    for (uint32_t r = 0; r < kPatch; ++r) {
+      const uint32_t row = patch_offset(quad_row, r);
+      unsigned char* const stage_row =
+          staging + row * kPitch + detail::misalignment(tile_address + row * row_bytes) + channel;
 #pragma unroll
-        for (uint32_t c = 0; c < kPatch; ++c) {
-          stage_row[patch_offset(quad_col, c) * kChannels] =
-              static_cast<uint8_t>(detail::round_to_u8_bits(acc[r][c]));
-          acc[r][c] = 0.0F;
-        }
+      for (uint32_t c = 0; c < kPatch; ++c) {
+        stage_row[patch_offset(quad_col, c) * kChannels] =
+            static_cast<uint8_t>(detail::round_to_u8_bits(acc[r][c]));
+        acc[r][c] = 0.0F;
       }
-      slice = 0;
-      ++channel;
     }
-
-    if (more) {
-      store_slice(buffer ^ 1U);
-    }
-    __syncthreads();
-  }
+  };
+  detail::stream_slices<kTile, kSliceDepth, kThreads, kTile, kChannels>(
+      task, row0, col0, height, width, &us_slices[0][0][0], &v_slices[0][0][0], multiply,
+      finish_channel);
 
   const uint32_t tile_rows = min(kTile, height - row0);
   const uint32_t tile_cols = min(kTile, width - col0);
   detail::copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, tile_out, row_bytes,
                                                               tile_rows, tile_cols);
-}
-
-template <uint32_t kChannels>
-void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
-            StreamView stream) {
-  constexpr std::size_t kSharedBytes = shared_bytes<kChannels>();
-  const auto kernel = fused_reconstruct_tile128_kernel<kChannels>;
-  if constexpr (kSharedBytes > kSharedBytesWithoutOptIn) {
-    // Per device and cheap; set on every launch rather than cached per process.
-    SVDSERVE_CUDA_CHECK(cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)));
-  }
-  const dim3 grid((shape.width + kTile - 1) / kTile, (shape.height + kTile - 1) / kTile, count);
-  kernel<<<grid, kThreads, kSharedBytes, stream.value()>>>(tasks_device, shape.height,
-                                                           shape.width);
-  SVDSERVE_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -229,7 +170,10 @@ uint32_t fused_tile128_rows() noexcept { return kTile; }
 void launch_fused_tile128_u8(const ReconstructTask* tasks_device, uint32_t count,
                              const ImageShape& shape, StreamView stream) {
   dispatch_channels(shape.channels, [&](auto channels) {
-    launch<decltype(channels)::value>(tasks_device, count, shape, stream);
+    constexpr uint32_t kChannels = decltype(channels)::value;
+    detail::launch_tiles<kTile, kThreads>(fused_reconstruct_tile128_kernel<kChannels>,
+                                          shared_bytes<kChannels>(), tasks_device, count, shape,
+                                          stream);
   });
 }
 
