@@ -107,12 +107,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   unsigned char* const staging = shared + kStagingOffset;
 
   const ReconstructTask task = tasks[blockIdx.z];
-  const uint32_t row0 = blockIdx.y * kTile;
-  const uint32_t col0 = blockIdx.x * kTile;
-  const std::size_t row_bytes = std::size_t{width} * kChannels;
-  unsigned char* const tile_out =
-      static_cast<unsigned char*>(task.out) + row0 * row_bytes + std::size_t{col0} * kChannels;
-  const auto tile_address = reinterpret_cast<std::uintptr_t>(tile_out);
+  const detail::OutputTile<kTile, kThreads, kChannels, kPitch> tile(task, width);
 
   const uint32_t warp = threadIdx.x / kWarpSize;
   const uint32_t lane = threadIdx.x % kWarpSize;
@@ -143,8 +138,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 #pragma unroll
     for (uint32_t r = 0; r < kPatch; ++r) {
       const uint32_t row = patch_offset(quad_row, r);
-      unsigned char* const stage_row =
-          staging + row * kPitch + detail::misalignment(tile_address + row * row_bytes) + channel;
+      unsigned char* const stage_row = tile.staged(staging, row, channel);
 #pragma unroll
       for (uint32_t c = 0; c < kPatch; ++c) {
         stage_row[patch_offset(quad_col, c) * kChannels] =
@@ -154,13 +148,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
   };
   detail::stream_slices<kTile, kSliceDepth, kThreads, kTile, kChannels>(
-      task, row0, col0, height, width, &us_slices[0][0][0], &v_slices[0][0][0], multiply,
-      finish_channel);
+      task, tile.row0, tile.col0, height, width, &us_slices[0][0][0], &v_slices[0][0][0],
+      multiply, finish_channel);
 
-  const uint32_t tile_rows = min(kTile, height - row0);
-  const uint32_t tile_cols = min(kTile, width - col0);
-  detail::copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, tile_out, row_bytes,
-                                                              tile_rows, tile_cols);
+  tile.copy_out(staging, height, width);
 }
 
 }  // namespace

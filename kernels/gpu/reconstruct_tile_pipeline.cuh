@@ -81,6 +81,38 @@ struct SliceLoad {
   }
 };
 
+// The block's tile of the HWC u8 output (rows row0.., columns col0.. of task blockIdx.z) and its
+// staging tile (reconstruct_tile_io.cuh's contract), each staging row kPitch bytes.
+template <uint32_t kTile, uint32_t kThreads, uint32_t kChannels, uint32_t kPitch>
+struct OutputTile {
+  uint32_t row0;
+  uint32_t col0;
+  std::size_t row_bytes;
+  unsigned char* out;
+
+  __device__ __forceinline__ OutputTile(const ReconstructTask& task, uint32_t width)
+      : row0(blockIdx.y * kTile),
+        col0(blockIdx.x * kTile),
+        row_bytes(std::size_t{width} * kChannels),
+        out(static_cast<unsigned char*>(task.out) + row0 * row_bytes +
+            std::size_t{col0} * kChannels) {}
+
+  // Where channel `channel` of the first pixel of tile row `row` is staged.
+  [[nodiscard]] __device__ __forceinline__ unsigned char* staged(unsigned char* staging,
+                                                                 uint32_t row,
+                                                                 uint32_t channel) const {
+    return staging + row * kPitch +
+           misalignment(reinterpret_cast<std::uintptr_t>(out) + row * row_bytes) + channel;
+  }
+
+  // After the staging is complete (the caller synchronises): its part inside the image, out.
+  __device__ __forceinline__ void copy_out(const unsigned char* staging, uint32_t height,
+                                           uint32_t width) const {
+    copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(
+        staging, out, row_bytes, min(kTile, height - row0), min(kTile, width - col0));
+  }
+};
+
 // The k loop of a tile kernel: every channel's slices in turn (at least one per channel, so that
 // rank 0 gives zeros), double-buffered in us_slices / v_slices (two slices of kDepth x kPitch
 // floats each), the next slice, of this channel or the next, loading while this one is
