@@ -124,8 +124,7 @@ int RandomizedSvd::sketch_columns(int n, int rank, const RandomizedSvdOptions& o
 }
 
 void RandomizedSvd::orthonormalise(float*& x, float*& spare, int rows, int l, int count,
-                                   int passes, bool packed_cholesky,
-                                   const RsvdStageMarks& marks) {
+                                   int passes, const RsvdStageMarks& marks) {
   const auto basis_values = static_cast<std::size_t>(rows) * l;
   const auto gram_values = static_cast<std::size_t>(l) * l;
   auto* x_double = basis_double_.as<double>();
@@ -140,11 +139,7 @@ void RandomizedSvd::orthonormalise(float*& x, float*& spare, int rows, int l, in
                  static_cast<long long>(basis_values), gram, l,
                  static_cast<long long>(gram_values), count);
     marks.finished(RsvdStage::ortho_gram);
-    if (packed_cholesky) {
-      rsvd::cholesky_inverse_packed(gram, r_inverse, l, count, info_.as<int>(), stream_);
-    } else {
-      rsvd::cholesky_inverse(gram, r_inverse, l, count, info_.as<int>(), stream_);
-    }
+    rsvd::cholesky_inverse(gram, r_inverse, l, count, info_.as<int>(), stream_);
     marks.finished(RsvdStage::ortho_cholesky);
     gemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, rows, l, l}, x, rows,
                  static_cast<long long>(basis_values), r_inverse, l,
@@ -204,21 +199,19 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
   gemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, l, n}, batch.a, m, matrix_values, omega, n,
                0, q, m, tall_stride, count);
   marks.finished(RsvdStage::sketch_gemm);
-  orthonormalise(q, spare, m, l, count, first_passes, options.packed_cholesky, marks);
+  orthonormalise(q, spare, m, l, count, first_passes, marks);
   for (int iteration = 0; iteration < power_iterations; ++iteration) {
     gemm_batched(cublas_, {CUBLAS_OP_T, CUBLAS_OP_N, n, l, m}, batch.a, m, matrix_values, q, m,
                  tall_stride, spare, n, wide_stride, count);
     std::swap(q, spare);  // q now holds Z (n x l)
     marks.finished(RsvdStage::power_gemm);
-    orthonormalise(q, spare, n, l, count, kPassesBetweenIterations, options.packed_cholesky,
-                   marks);
+    orthonormalise(q, spare, n, l, count, kPassesBetweenIterations, marks);
     gemm_batched(cublas_, {CUBLAS_OP_N, CUBLAS_OP_N, m, l, n}, batch.a, m, matrix_values, q, n,
                  wide_stride, spare, m, tall_stride, count);
     std::swap(q, spare);
     marks.finished(RsvdStage::power_gemm);
     const bool last = iteration + 1 == power_iterations;
-    orthonormalise(q, spare, m, l, count, last ? kPassesFinal : kPassesBetweenIterations,
-                   options.packed_cholesky, marks);
+    orthonormalise(q, spare, m, l, count, last ? kPassesFinal : kPassesBetweenIterations, marks);
   }
 
   // B = Q^T A (l x n), and its Gram B B^T in float64 for the eigen-solver.

@@ -43,9 +43,6 @@ struct RandomizedSvdOptions {
   // only need the eigenvectors to ~1e-7, i.e. tol / (relative eigenvalue gap), so a looser
   // tolerance can save the last sweep (compare in svdserve_rsvd_bench --variant).
   double jacobi_tolerance = 1e-14;
-  // CholeskyQR's factor and inverse by the packed kernel (half the shared memory, R^-1 a column
-  // per warp) instead of the square one. Same arithmetic up to summation order.
-  bool packed_cholesky = false;
   // Benchmarks only: per-stage CUDA-event timing of every solve. Null: nothing is recorded.
   RandomizedSvdStageTimer* stage_timer = nullptr;
 };
@@ -77,7 +74,7 @@ class RandomizedSvd {
  private:
   // Replaces x (rows x l per matrix) by an orthonormal basis of its range; x and spare swap.
   void orthonormalise(float*& x, float*& spare, int rows, int l, int count, int passes,
-                      bool packed_cholesky, const RsvdStageMarks& marks);
+                      const RsvdStageMarks& marks);
 
   StreamView stream_;
   cublasHandle_t cublas_;

@@ -66,7 +66,7 @@ int elementwise_blocks(std::size_t count) {
                                                          : kMaxElementwiseBlocks);
 }
 
-// Both Cholesky kernels, after loading the Gram matrix: a block that saw a non-finite value
+// The Cholesky kernel, after loading the Gram matrix: a block that saw a non-finite value
 // reports it in `info` and leaves R^-1 all zeros (what the caller checks), rather than factoring.
 __device__ bool reject_not_finite(int not_finite, int* info, float* r_inverse, int l) {
   if (not_finite == 0) return false;
@@ -162,95 +162,6 @@ __global__ void cholesky_inverse_kernel(const double* gram_batch, float* r_inver
     const int c = idx / l;
     const double x = i < c ? g[c + i * l] : (i == c ? x_diag[c] : 0.0);
     r_inverse[idx] = static_cast<float>(x);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The same factorisation with R packed (upper triangle by columns: R(i, k) at k(k+1)/2 + i) and
-// R^-1 never in shared memory: about half the footprint (l = 128: 75 KB, two blocks per SM;
-// l = 96: 44 KB), and R^-1 a column per warp in column-sweep form (lanes over rows) instead of
-// a column per thread with an O(c^2) serial loop. Shared: r (packed), r_diag (l), row (l),
-// then one l-double scratch column per warp.
-
-__device__ __forceinline__ int packed_upper(int i, int k) { return k * (k + 1) / 2 + i; }
-
-__global__ void cholesky_inverse_packed_kernel(const double* gram_batch, float* r_inverse_batch,
-                                               int l, int* info) {
-  extern __shared__ double shared[];
-  const std::size_t packed_values = static_cast<std::size_t>(l) * (l + 1) / 2;
-  double* r = shared;
-  double* r_diag = r + packed_values;
-  double* row = r_diag + l;
-  __shared__ double limit;
-  __shared__ int not_finite;
-
-  const std::size_t matrix_values = static_cast<std::size_t>(l) * l;
-  const double* gram = gram_batch + blockIdx.x * matrix_values;
-  float* r_inverse = r_inverse_batch + blockIdx.x * matrix_values;
-  const int tid = static_cast<int>(threadIdx.x);
-  const int threads = static_cast<int>(blockDim.x);
-  const int warp = tid / kWarpSize;
-  const int lane = tid % kWarpSize;
-  const int warps = threads / kWarpSize;
-  double* column = row + l + static_cast<std::size_t>(warp) * l;
-
-  if (tid == 0) not_finite = 0;
-  __syncthreads();
-  // A warp per column k, rows 0..k: coalesced reads of the (symmetric) Gram's upper triangle.
-  for (int k = warp; k < l; k += warps) {
-    for (int i = lane; i <= k; i += kWarpSize) {
-      const double value = gram[i + static_cast<std::size_t>(k) * l];
-      r[packed_upper(i, k)] = value;
-      if (!isfinite(value)) not_finite = 1;
-    }
-  }
-  __syncthreads();
-  if (reject_not_finite(not_finite, info, r_inverse, l)) return;
-  if (tid == 0) {
-    double largest = 0.0;
-    for (int j = 0; j < l; ++j) largest = fmax(largest, r[packed_upper(j, j)]);
-    limit = kPivotTolerance * largest;
-  }
-  __syncthreads();
-
-  for (int j = 0; j < l; ++j) {
-    const double pivot = r[packed_upper(j, j)];
-    const bool live = pivot > limit;
-    const double r_jj = live ? sqrt(pivot) : 0.0;
-    if (tid == 0) r_diag[j] = r_jj;
-    for (int k = j + 1 + tid; k < l; k += threads) {
-      const double value = live ? r[packed_upper(j, k)] / r_jj : 0.0;
-      r[packed_upper(j, k)] = value;
-      row[k] = value;
-    }
-    __syncthreads();
-    if (live) {
-      for (int k = j + 1 + warp; k < l; k += warps) {
-        const double row_k = row[k];
-        double* column_k = r + packed_upper(0, k);
-        for (int i = j + 1 + lane; i <= k; i += kWarpSize) column_k[i] -= row[i] * row_k;
-      }
-    }
-    __syncthreads();
-  }
-
-  // Column c of X = R^-1 solves R x = e_c: x(i) = x(i) / R(i, i) for i = c down to 0, each
-  // followed by x(0..i-1) -= x(i) R(0..i-1, i). A dead row or column gives zeros.
-  for (int c = warp; c < l; c += warps) {
-    const bool column_live = r_diag[c] > 0.0;
-    for (int i = lane; i <= c; i += kWarpSize) column[i] = (i == c) ? 1.0 : 0.0;
-    for (int i = c; i >= 0; --i) {
-      __syncwarp();
-      const double x_i = (column_live && r_diag[i] > 0.0) ? column[i] / r_diag[i] : 0.0;
-      __syncwarp();  // every lane has read column[i] before lane 0 replaces it
-      if (lane == 0) column[i] = x_i;
-      const double* r_column = r + packed_upper(0, i);
-      for (int k = lane; k < i; k += kWarpSize) column[k] -= r_column[k] * x_i;
-    }
-    __syncwarp();
-    float* out = r_inverse + static_cast<std::size_t>(c) * l;
-    for (int i = lane; i < l; i += kWarpSize) out[i] = i <= c ? static_cast<float>(column[i]) : 0.0F;
-    __syncwarp();  // the next column reuses the scratch
   }
 }
 
@@ -483,12 +394,6 @@ std::size_t cholesky_shared_bytes(int l) {
   return (side * side + 3 * side) * sizeof(double);
 }
 
-std::size_t cholesky_packed_shared_bytes(int l) {
-  const auto side = static_cast<std::size_t>(l);
-  const auto warps = static_cast<std::size_t>(kCholeskyThreads / kWarpSize);
-  return (side * (side + 1) / 2 + 2 * side + warps * side) * sizeof(double);
-}
-
 std::size_t jacobi_shared_bytes(int l) { return JacobiLayout(l).bytes; }
 
 void fill_gaussian(float* out, std::size_t count, uint64_t seed, StreamView stream) {
@@ -500,15 +405,6 @@ void fill_gaussian(float* out, std::size_t count, uint64_t seed, StreamView stre
 void widen_to_double(const float* in, double* out, std::size_t count, StreamView stream) {
   widen_kernel<<<elementwise_blocks(count), kElementwiseThreads, 0, stream.value()>>>(in, out,
                                                                                      count);
-  SVDSERVE_CUDA_CHECK_LAUNCH();
-}
-
-void cholesky_inverse_packed(const double* gram, float* r_inverse, int l, int count, int* info,
-                             StreamView stream) {
-  const std::size_t bytes = cholesky_packed_shared_bytes(l);
-  allow_shared_bytes(cholesky_inverse_packed_kernel, bytes);
-  cholesky_inverse_packed_kernel<<<count, kCholeskyThreads, bytes, stream.value()>>>(
-      gram, r_inverse, l, info);
   SVDSERVE_CUDA_CHECK_LAUNCH();
 }
 

@@ -25,11 +25,6 @@ void widen_to_double(const float* in, double* out, std::size_t count, StreamView
 void cholesky_inverse(const double* gram, float* r_inverse, int l, int count, int* info,
                       StreamView stream);
 
-// The same result from a kernel with R packed and R^-1 formed a column per warp: about half
-// the shared memory (two or more blocks per SM) and no O(l^2) serial loop per thread.
-void cholesky_inverse_packed(const double* gram, float* r_inverse, int l, int count, int* info,
-                             StreamView stream);
-
 // For each of `count` l x l symmetric matrices (float64, column-major): eigen-decomposition by
 // parallel cyclic Jacobi. Writes the `rank` largest eigenvalues' square roots (clamped at 0),
 // descending, to singular_values (stride rank) and their eigenvectors to vectors (l x rank, fp32,
@@ -45,7 +40,6 @@ void normalise_columns(float* matrices, int rows, int cols, int count, StreamVie
 
 // Bytes of dynamic shared memory the one-block kernels need for sketch width l.
 [[nodiscard]] std::size_t cholesky_shared_bytes(int l);
-[[nodiscard]] std::size_t cholesky_packed_shared_bytes(int l);
 [[nodiscard]] std::size_t jacobi_shared_bytes(int l);
 
 }  // namespace svdserve::gpu::rsvd

@@ -9,8 +9,7 @@
 // where the time goes; those are not part of the matrices/s figure.
 //
 // Variants (--variant, comma-separated) compare solver options in one run; a name is
-// pPqQ[-tolE][-pc]: oversampling P, power iterations Q, Jacobi tolerance 1e-E (default 14),
-// packed Cholesky kernel (RandomizedSvdOptions::packed_cholesky).
+// pPqQ[-tolE]: oversampling P, power iterations Q, Jacobi tolerance 1e-E (default 14).
 // The first variant is the one the exit status judges (by default the production options).
 //
 // usage: svdserve_rsvd_bench [--quick] [--json FILE] [--images DIR] [--variant V1,V2,...]
@@ -50,19 +49,18 @@ constexpr int kWarmupSolves = 2;
 constexpr int kBreakdownSolves = 5;
 constexpr int kDefaultJacobiToleranceExponent = 14;
 // Production options first (l = 96: 2-3 blocks per SM for the one-block kernels), then the
-// previous default (l = 128), the packed Cholesky kernel, and a middle sketch (l = 112). The
-// H100 run that chose p32q4 also measured Jacobi tolerance 1e-10 (no gain): docs/PERFORMANCE.md.
-constexpr const char* kDefaultVariants =
-    "p32q4,p64q3,p32q4-pc,p48q3-pc";
+// previous default (l = 128) and a middle sketch (l = 112). The H100 run that chose p32q4 also
+// measured Jacobi tolerance 1e-10 (no gain): docs/PERFORMANCE.md.
+constexpr const char* kDefaultVariants = "p32q4,p64q3,p48q3";
 
 struct Variant {
   std::string name;
   gpu::RandomizedSvdOptions options;
 };
 
-// "pPqQ" followed by any of "-tolE" (Jacobi tolerance 1e-E) and "-pc" (packed Cholesky).
+// "pPqQ", then any "-tolE" (Jacobi tolerance 1e-E; the last one counts).
 Variant parse_variant(const std::string& name) {
-  const std::invalid_argument bad("bad variant '" + name + "' (want pPqQ[-tolE][-pc])");
+  const std::invalid_argument bad("bad variant '" + name + "' (want pPqQ[-tolE])");
   Variant variant{name, {}};
   std::stringstream tokens(name);
   std::string token;
@@ -79,10 +77,8 @@ Variant parse_variant(const std::string& name) {
   variant.options.jacobi_tolerance = std::pow(10.0, -kDefaultJacobiToleranceExponent);
   while (std::getline(tokens, token, '-')) {
     int exponent = 0;
-    if (token == "pc") {
-      variant.options.packed_cholesky = true;
-    } else if (std::sscanf(token.c_str(), "tol%d%n", &exponent, &consumed) == 1 &&
-               consumed == static_cast<int>(token.size()) && exponent >= 1) {
+    if (std::sscanf(token.c_str(), "tol%d%n", &exponent, &consumed) == 1 &&
+        consumed == static_cast<int>(token.size()) && exponent >= 1) {
       variant.options.jacobi_tolerance = std::pow(10.0, -exponent);
     } else {
       throw bad;
@@ -313,7 +309,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--quick] [--json FILE] [--images DIR] [--variant V1,V2,...] "
                    "[--oversampling P] [--power-iterations Q]\n"
-                   "  variant: pPqQ[-tolE][-pc] (default %s)\n",
+                   "  variant: pPqQ[-tolE] (default %s)\n",
                    argv[0], kDefaultVariants);
       return 2;
     }
@@ -346,10 +342,9 @@ int main(int argc, char** argv) {
   for (std::size_t v = 0; v < variants.size(); ++v) {
     const Variant& variant = variants[v];
     std::printf("\n== variant %s: randomized SVD, oversampling %d, power iterations %d, Jacobi "
-                "tolerance %.0e, %s Cholesky, %d timed solves\n",
+                "tolerance %.0e, %d timed solves\n",
                 variant.name.c_str(), variant.options.oversampling,
-                variant.options.power_iterations, variant.options.jacobi_tolerance,
-                variant.options.packed_cholesky ? "packed" : "square", timed_solves);
+                variant.options.power_iterations, variant.options.jacobi_tolerance, timed_solves);
     std::printf("%-10s %6s %5s %4s %14s %10s %12s %12s %s\n", "shape", "batch", "rank", "l",
                 "matrices/s", "GEMM TF/s", "err ratio", "top8 sv rel", "result");
     bool all_pass = true;

@@ -300,7 +300,6 @@ struct OptionsCase {
   int oversampling;
   int power_iterations;
   double jacobi_tolerance;
-  bool packed_cholesky;
   int side;
   int rank;
 };
@@ -319,7 +318,6 @@ TEST_P(GpuRandomizedSvdOptionsTest, PhotosMatchFloat64Lapack) {
   options.oversampling = c.oversampling;
   options.power_iterations = c.power_iterations;
   options.jacobi_tolerance = c.jacobi_tolerance;
-  options.packed_cholesky = c.packed_cholesky;
   const Outputs out = run(matrices, c.side, c.side, c.rank, options);
   for (int b = 0; b < kPhotoCount; ++b) {
     SCOPED_TRACE("matrix " + std::to_string(b) + " (" + kPhotos[b % kPhotos.size()] + ")");
@@ -328,15 +326,13 @@ TEST_P(GpuRandomizedSvdOptionsTest, PhotosMatchFloat64Lapack) {
 }
 
 const OptionsCase kOptionsCases[] = {
-    {"p64q3_pc_256_r64", 64, 3, 1e-14, true, 256, 64},
-    {"p64q3_pc_256_r128", 64, 3, 1e-14, true, 256, 128},
-    {"p32q4_256_r64", 32, 4, 1e-14, false, 256, 64},
-    {"p32q4_pc_256_r64", 32, 4, 1e-14, true, 256, 64},
-    {"p48q3_pc_256_r64", 48, 3, 1e-14, true, 256, 64},
-    {"p64q3_tol10_pc_256_r64", 64, 3, 1e-10, true, 256, 64},
-    {"p32q4_tol10_pc_256_r64", 32, 4, 1e-10, true, 256, 64},
-    {"p64q3_pc_1024_r64", 64, 3, 1e-14, true, 1024, 64},
-    {"p32q4_pc_1024_r64", 32, 4, 1e-14, true, 1024, 64},
+    {"p64q3_256_r64", 64, 3, 1e-14, 256, 64},
+    {"p64q3_256_r128", 64, 3, 1e-14, 256, 128},
+    {"p32q4_256_r64", 32, 4, 1e-14, 256, 64},
+    {"p48q3_256_r64", 48, 3, 1e-14, 256, 64},
+    {"p64q3_tol10_256_r64", 64, 3, 1e-10, 256, 64},
+    {"p32q4_tol10_256_r64", 32, 4, 1e-10, 256, 64},
+    {"p64q3_1024_r64", 64, 3, 1e-14, 1024, 64},
 };
 
 std::string options_case_name(const ::testing::TestParamInfo<OptionsCase>& param_info) {
@@ -372,25 +368,6 @@ TEST_F(GpuRandomizedSvdTest, FlatImageGivesExactRankOneAndZeros) {
   const std::vector<HostMatrix> flat(2, HostMatrix(kSide * kSide, kGrey));
   const Outputs out = run(flat, kSide, kSide, 8);
   for (int b = 0; b < 2; ++b) check_matrix(flat[b], out, b, kSide, kSide, 8);
-}
-
-TEST_F(GpuRandomizedSvdTest, FlatImageGivesExactRankOneAndZerosWithPackedCholesky) {
-  constexpr int kSide = 64;
-  constexpr float kGrey = 117.0F;
-  const std::vector<HostMatrix> flat(2, HostMatrix(kSide * kSide, kGrey));
-  gpu::RandomizedSvdOptions options;
-  options.packed_cholesky = true;
-  const Outputs out = run(flat, kSide, kSide, 8, options);
-  for (int b = 0; b < 2; ++b) check_matrix(flat[b], out, b, kSide, kSide, 8);
-}
-
-TEST_F(GpuRandomizedSvdTest, NonFiniteInputThrowsInternalErrorWithPackedCholesky) {
-  constexpr int kSide = 64;
-  std::vector<HostMatrix> matrices(2, photo_matrix("baboon.jpg", kSide, kSide));
-  matrices[1][5] = std::numeric_limits<float>::quiet_NaN();
-  gpu::RandomizedSvdOptions options;
-  options.packed_cholesky = true;
-  EXPECT_THROW((void)run(matrices, kSide, kSide, 8, options), InternalError);
 }
 
 TEST_F(GpuRandomizedSvdTest, NonFiniteInputThrowsInternalError) {
