@@ -639,7 +639,8 @@ int run(const Options& options) {
   limits.sgemm_tflops = sgemm_tflops(stream.view(), options.quick);
   std::printf("D2D bandwidth (read + write): %.1f GB/s\n", limits.d2d_gb_per_s);
   std::printf("FP32 FMA peak (2 FLOPs/FMA):  %.2f TFLOP/s\n", limits.fma_tflops);
-  std::printf("TF32 mma.sync peak:           %.2f TFLOP/s (tensor's floor: %.0f MMAs per product)\n",
+  std::printf("TF32 mma.sync peak:           %.2f TFLOP/s (tensor's floor: %.0f MMAs per "
+              "product)\n",
               limits.tf32_mma_tflops, kTensorMmasPerProduct);
   std::printf("cuBLAS SGEMM %d^3 (pedantic): %.2f TFLOP/s (%.0f%% of FMA peak)\n",
               options.quick ? 4096 : 8192, limits.sgemm_tflops,
