@@ -21,7 +21,7 @@
 //    thread, in the mma fragment layout (thread = group g = lane / 4 and t = lane % 4: rows g and
 //    g + 8, columns 2t and 2t + 1 of each tile);
 //  - k advances in shared-memory slices of 16 (two MMA k-steps of 8), double-buffered through
-//    registers (reconstruct_slices.cuh), one __syncthreads per slice, the pipeline running across
+//    registers (reconstruct_tile_pipeline.cuh), one __syncthreads per slice, the pipeline running across
 //    channels;
 //  - slice rows are padded to 136 floats: a fragment load reads rows t and columns g of a slice,
 //    and with a pitch of 8 banks mod 32 the 32 lanes hit 32 different banks;
@@ -35,9 +35,9 @@
 // tensor pipe ~55 % busy and 48 % of issue slots used, i.e. latency-bound: fragments are loaded
 // and split right before their MMAs. Measured and not kept: the first version (cvt.rna.tf32 for
 // the split, which compiles to more instructions, and the three MMAs of a tile back to back) was
-// 12 % slower at k = 256; cp.async slices (no change); the split
-// done once per block into big/small slices of depth 8 (11 % fewer instructions, 6 % slower:
-// twice the barriers, less overlap).
+// 12 % slower at k = 256; cp.async slices (no change); the split done once per block into
+// big/small slices of depth 8 (11 % fewer instructions, 6 % slower: twice the barriers, less
+// overlap); one block per SM with 162 registers (20 % slower).
 
 #include <cuda_runtime.h>
 
@@ -71,7 +71,7 @@ constexpr uint32_t kMmaCols = 8;
 constexpr uint32_t kMmaDepth = 8;
 constexpr uint32_t kRowTiles = kWarpRows / kMmaRows;  // per warp
 constexpr uint32_t kColTiles = kWarpCols / kMmaCols;
-constexpr int kMinBlocksPerSm = 2;
+constexpr int kMinBlocksPerSm = 2;  // 16 warps per SM at <= 128 registers (see the header)
 
 using Slice = float[kSliceDepth][kSlicePitch];
 // acc[i][j][e]: MMA tile (i, j) of the warp's patch, fragment element e.
