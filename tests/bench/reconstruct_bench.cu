@@ -13,8 +13,8 @@
 // sized so the outputs total >= 256 MB (64 MB with --quick). Every fused result is compared with
 // the cuBLAS result: at most 1 grey level apart, in at most 0.1% of the values; the variants must
 // agree with each other bit for bit (same summation order), except tensor, which sums in another
-// order and is held to the cuBLAS agreement only. Before the table, the kernels' 2-instruction rounding
-// (round_to_u8_bits) is checked against round_to_u8 on all 2^32 floats.
+// order and is held to the cuBLAS agreement only. Before the table, the kernels' fast roundings
+// (round_to_u8_bits, round_to_u8_packable) are checked against round_to_u8 on all 2^32 floats.
 // Targets (from the performance issue): fused >= 80% of floor everywhere, >= 1.5x cuBLAS for
 // k <= 64. "auto" is the variant launch_fused_reconstruct picks; targets are judged on it.
 //
