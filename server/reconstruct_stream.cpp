@@ -1,5 +1,7 @@
 // The two streaming reconstruct RPCs. Both submit one job per reconstruction and write the
-// answers in request order through OrderedResponses.
+// answers in request order through OrderedResponses. ReconstructStream is a raw method, like
+// Reconstruct: each answer carries its pooled pixel buffer without a copy
+// (reconstruct_response_encoder.hpp).
 
 #include <algorithm>
 #include <mutex>
@@ -7,6 +9,7 @@
 
 #include "kernels/errors.hpp"
 #include "server/ordered_responses.hpp"
+#include "server/reconstruct_response_encoder.hpp"
 #include "server/service.hpp"
 #include "server/status_mapping.hpp"
 
@@ -18,7 +21,7 @@ namespace {
 constexpr uint64_t kMaxInFlightPerStream = 64;
 
 class ReconstructStreamReactor final
-    : public grpc::ServerBidiReactor<v1::ReconstructRequest, v1::ReconstructStreamResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   ReconstructStreamReactor(SvdService& service, grpc::CallbackServerContext* ctx)
       : service_(service), ctx_(ctx) {
@@ -38,18 +41,23 @@ class ReconstructStreamReactor final
       sequence = responses_.reserve();
     }
     try {
-      JobPtr job = service_.make_reconstruct_job(ctx_, request_);
+      JobPtr job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_));
+      job->pixels_in_pool = true;
       job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
-        v1::ReconstructStreamResponse response;
-        set_status(to_status(error), response);
-        if (!error) fill_reconstruction(done, response.mutable_result());
+        grpc::ByteBuffer response;
+        try {
+          if (error) std::rethrow_exception(error);
+          v1::ReconstructResponse fields;
+          fill_reconstruction_fields(done, &fields);
+          response = encode_reconstruct_stream_response(fields, std::move(done.pixels));
+        } catch (...) {
+          response = failure(to_status(std::current_exception()));
+        }
         deliver(sequence, std::move(response));
       };
       service_.context().pipeline.submit(std::move(job));
     } catch (...) {
-      v1::ReconstructStreamResponse response;
-      set_status(to_status(std::current_exception()), response);
-      deliver(sequence, std::move(response));
+      deliver(sequence, failure(to_status(std::current_exception())));
     }
     std::lock_guard lock(mutex_);
     if (responses_.outstanding() < kMaxInFlightPerStream) {
@@ -76,14 +84,17 @@ class ReconstructStreamReactor final
   }
 
  private:
-  static void set_status(const grpc::Status& status, v1::ReconstructStreamResponse& response) {
+  // The answer to a request that failed: its status only; the stream goes on.
+  static grpc::ByteBuffer failure(const grpc::Status& status) {
+    v1::ReconstructStreamResponse response;
     response.mutable_status()->set_code(status.error_code());
     response.mutable_status()->set_message(status.error_message());
+    return encode_message(response);
   }
 
-  void deliver(uint64_t sequence, v1::ReconstructStreamResponse response) {
+  void deliver(uint64_t sequence, grpc::ByteBuffer response) {
     std::unique_lock lock(mutex_);
-    v1::ReconstructStreamResponse* next = responses_.deliver(sequence, std::move(response));
+    grpc::ByteBuffer* next = responses_.deliver(sequence, std::move(response));
     if (read_paused_ && responses_.outstanding() < kMaxInFlightPerStream && !reads_done_) {
       read_paused_ = false;
       StartRead(&request_);
@@ -92,7 +103,7 @@ class ReconstructStreamReactor final
   }
 
   // Starts the write of `next` (or drops it when the client is gone), then checks for the end.
-  void write_next(std::unique_lock<std::mutex>& lock, v1::ReconstructStreamResponse* next) {
+  void write_next(std::unique_lock<std::mutex>& lock, grpc::ByteBuffer* next) {
     while (next != nullptr && client_gone_) next = responses_.written();
     if (next != nullptr) {
       StartWrite(next);
@@ -112,15 +123,15 @@ class ReconstructStreamReactor final
 
   SvdService& service_;
   grpc::CallbackServerContext* ctx_;
-  v1::ReconstructRequest request_;  // only touched by the read path: one read at a time
+  grpc::ByteBuffer request_;  // only touched by the read path: one read at a time
 
   std::mutex mutex_;
-  OrderedResponses<v1::ReconstructStreamResponse> responses_;  // guarded by mutex_
-  bool reads_done_ = false;                                    // guarded by mutex_
-  bool read_paused_ = false;                                   // guarded by mutex_
-  bool client_gone_ = false;                                   // guarded by mutex_
-  bool finished_ = false;                                      // guarded by mutex_
-  grpc::Status final_status_;                                  // set once, before Finish
+  OrderedResponses<grpc::ByteBuffer> responses_;  // guarded by mutex_
+  bool reads_done_ = false;                       // guarded by mutex_
+  bool read_paused_ = false;                      // guarded by mutex_
+  bool client_gone_ = false;                      // guarded by mutex_
+  bool finished_ = false;                         // guarded by mutex_
+  grpc::Status final_status_;                     // set once, before Finish
 };
 
 class ReconstructProgressiveReactor final
@@ -202,8 +213,8 @@ class ReconstructProgressiveReactor final
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::ReconstructRequest, v1::ReconstructStreamResponse>*
-SvdService::ReconstructStream(grpc::CallbackServerContext* ctx) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SvdService::ReconstructStream(
+    grpc::CallbackServerContext* ctx) {
   return new ReconstructStreamReactor(*this, ctx);
 }
 

@@ -58,20 +58,6 @@ void fill_spectra(const Factors& factors, google::protobuf::RepeatedPtrField<v1:
   }
 }
 
-// Parses as the generated code does for a typed method, except that malformed bytes are
-// INVALID_ARGUMENT with a message (gRPC's typed callback handler answers UNIMPLEMENTED, no message).
-v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes) {
-  v1::ReconstructRequest request;
-  if (!bytes.Valid()) return request;  // no bytes: the empty message
-  grpc::ByteBuffer shared(bytes);      // references the same slices; the reader wants it mutable
-  grpc::ProtoBufferReader reader(&shared);
-  if (!reader.status().ok() || !request.ParseFromZeroCopyStream(&reader)) {
-    throw InvalidArgument("the request is not a valid svdserve.v1.ReconstructRequest "
-                          "(malformed protobuf bytes)");
-  }
-  return request;
-}
-
 void fill_info(const StoredImageInfo& info, v1::ImageInfo* out) {
   out->set_id(info.id);
   fill_shape(info.shape, out->mutable_shape());
@@ -111,6 +97,18 @@ void fill_reconstruction_fields(const Job& job, v1::ReconstructResponse* out) {
 void fill_reconstruction(Job& job, v1::ReconstructResponse* out) {
   fill_reconstruction_fields(job, out);
   *out->mutable_pixels() = job.pixels.take_string();
+}
+
+v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes) {
+  v1::ReconstructRequest request;
+  if (!bytes.Valid()) return request;  // no bytes: the empty message
+  grpc::ByteBuffer shared(bytes);      // references the same slices; the reader wants it mutable
+  grpc::ProtoBufferReader reader(&shared);
+  if (!reader.status().ok() || !request.ParseFromZeroCopyStream(&reader)) {
+    throw InvalidArgument("the request is not a valid svdserve.v1.ReconstructRequest "
+                          "(malformed protobuf bytes)");
+  }
+  return request;
 }
 
 SvdService::SvdService(ServiceContext context) : context_(context) {}

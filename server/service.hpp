@@ -32,11 +32,24 @@ struct ServiceContext {
   int64_t started_unix_ms = 0;
 };
 
-// Reconstruct is a raw method: its request and response are ByteBuffers, so that the response
-// can carry the pixel buffer itself (reconstruct_response_encoder.hpp). The other methods take
-// protobuf messages.
-using SvdServiceBase =
-    v1::SvdServe::WithRawCallbackMethod_Reconstruct<v1::SvdServe::CallbackService>;
+// Reconstruct and ReconstructStream are raw methods: their requests and responses are
+// ByteBuffers, so that a response can carry the pixel buffer itself
+// (reconstruct_response_encoder.hpp). The other methods take protobuf messages.
+// This is v1::SvdServe::CallbackService with those two swapped for their raw forms (a raw bidi
+// method cannot wrap the typed one: same parameters, another return type), in the proto's order.
+// A method missing here would be a synchronous one, answered UNIMPLEMENTED.
+namespace service_base {
+using S = v1::SvdServe;
+using Methods = S::WithCallbackMethod_Decompose<S::WithRawCallbackMethod_Reconstruct<
+    S::WithCallbackMethod_ReconstructBatch<S::WithRawCallbackMethod_ReconstructStream<
+        S::WithCallbackMethod_ReconstructProgressive<S::WithCallbackMethod_Compress<
+            S::WithCallbackMethod_GetImage<S::WithCallbackMethod_ListImages<
+                S::WithCallbackMethod_DeleteImage<S::WithCallbackMethod_LoadDirectory<
+                    S::WithCallbackMethod_GetServerInfo<S::WithCallbackMethod_GetStats<
+                        S::WithCallbackMethod_Echo<S::WithCallbackMethod_StartProfiling<
+                            S::WithCallbackMethod_StopProfiling<S::Service>>>>>>>>>>>>>>>;
+}  // namespace service_base
+using SvdServiceBase = service_base::Methods;
 
 class SvdService final : public SvdServiceBase {
  public:
@@ -57,8 +70,9 @@ class SvdService final : public SvdServiceBase {
   grpc::ServerUnaryReactor* ReconstructBatch(grpc::CallbackServerContext* ctx,
                                              const v1::ReconstructBatchRequest* request,
                                              v1::ReconstructBatchResponse* response) override;
-  grpc::ServerBidiReactor<v1::ReconstructRequest, v1::ReconstructStreamResponse>*
-  ReconstructStream(grpc::CallbackServerContext* ctx) override;
+  // ReconstructRequests in, ReconstructStreamResponses out, pixels not copied (as Reconstruct).
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ReconstructStream(
+      grpc::CallbackServerContext* ctx) override;
   grpc::ServerWriteReactor<v1::ReconstructResponse>* ReconstructProgressive(
       grpc::CallbackServerContext* ctx, const v1::ReconstructProgressiveRequest* request) override;
   grpc::ServerUnaryReactor* Compress(grpc::CallbackServerContext* ctx,
@@ -131,5 +145,9 @@ void fill_timings(const Job& job, v1::StageTimings* out);
 void fill_reconstruction_fields(const Job& job, v1::ReconstructResponse* out);
 // Every field, the pixels taken from the job.
 void fill_reconstruction(Job& job, v1::ReconstructResponse* out);
+// A raw method's request, parsed as the generated code does for a typed method, except that
+// malformed bytes are INVALID_ARGUMENT with a message (gRPC's typed callback handler answers
+// UNIMPLEMENTED, no message).
+[[nodiscard]] v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes);
 
 }  // namespace svdserve

@@ -1,6 +1,6 @@
-// The zero-copy Reconstruct path over real gRPC: Reconstruct (a raw method answering with the
-// pool buffer itself) gives exactly what the same item gives through ReconstructBatch (protobuf
-// messages), malformed request bytes are refused, and every pool buffer comes back: reused while
+// The zero-copy Reconstruct path over real gRPC: Reconstruct and ReconstructStream (raw methods
+// answering with the pool buffer itself) give exactly what the same item gives through
+// ReconstructBatch (protobuf messages), malformed request bytes are refused, and every pool buffer comes back: reused while
 // serving, ordinary memory beyond the cap, none left out after cancelled calls and shutdown.
 
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <random>
 #include <string>
@@ -42,6 +43,18 @@ int max_level_difference(const std::string& a, const std::string& b) {
   for (std::size_t i = 0; i < a.size(); ++i) {
     worst = std::max(worst, std::abs(static_cast<int>(static_cast<uint8_t>(a[i])) -
                                      static_cast<int>(static_cast<uint8_t>(b[i]))));
+  }
+  return worst;
+}
+
+double max_f32_difference(const std::string& a, const std::string& b) {
+  std::vector<float> x(a.size() / sizeof(float));
+  std::vector<float> y(b.size() / sizeof(float));
+  std::memcpy(x.data(), a.data(), x.size() * sizeof(float));
+  std::memcpy(y.data(), b.data(), y.size() * sizeof(float));
+  double worst = 0;
+  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(x[i] - y[i])));
   }
   return worst;
 }
@@ -118,6 +131,58 @@ TEST_F(ZeroCopyTest, ReconstructAnswersExactlyAsReconstructBatch) {
   expect_all_returned_after_shutdown();
 }
 
+// ReconstructStream is raw too: its answers, in request order, are the batch's, and an item
+// that fails (an unknown id) answers with its status while the stream goes on. The stream's
+// items are batched together (the batch's one at a time), and the CPU backend's sums depend on
+// the batch, so pixels are compared within one level (u8) or 1e-3 (f32) instead of exactly.
+TEST_F(ZeroCopyTest, ReconstructStreamAnswersAsReconstructBatch) {
+  start();
+  for (const char* image : kImages) decompose(image);
+  std::vector<v1::ReconstructRequest> requests;
+  for (const char* image : kImages) {
+    for (const v1::OutputFormat format : {v1::OUTPUT_FORMAT_RAW_U8, v1::OUTPUT_FORMAT_RAW_F32}) {
+      requests.push_back(request_for(image, Rank{kMaxRank / 2}, format));
+    }
+    requests.push_back(request_for(image, EnergyFraction{0.9}, v1::OUTPUT_FORMAT_RAW_U8));
+  }
+  const std::size_t unknown = 2;
+  requests.insert(requests.begin() + unknown,
+                  request_for("no-such-image", Rank{4}, v1::OUTPUT_FORMAT_RAW_U8));
+
+  auto streamed = client_->reconstruct_stream(requests);
+  ASSERT_TRUE(streamed.ok()) << streamed.status().error_message();
+  ASSERT_EQ(streamed->size(), requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE(requests[i].ShortDebugString());
+    const v1::ReconstructStreamResponse& answer = (*streamed)[i];
+    if (i == unknown) {
+      EXPECT_EQ(answer.status().code(), grpc::StatusCode::NOT_FOUND);
+      EXPECT_NE(answer.status().message().find("no-such-image"), std::string::npos)
+          << answer.status().message();
+      EXPECT_FALSE(answer.has_result());
+      continue;
+    }
+    ASSERT_EQ(answer.status().code(), 0) << answer.status().message();
+    const v1::ReconstructResponse expected = through_batch(requests[i]);
+    const v1::ReconstructResponse& actual = answer.result();
+    EXPECT_EQ(actual.id(), expected.id());
+    EXPECT_EQ(actual.rank(), expected.rank());
+    EXPECT_EQ(actual.format(), expected.format());
+    EXPECT_EQ(actual.shape().ShortDebugString(), expected.shape().ShortDebugString());
+    EXPECT_NEAR(actual.relative_error(), expected.relative_error(), 1e-6);
+    ASSERT_EQ(actual.pixels().size(), expected.pixels().size());
+    if (actual.format() == v1::OUTPUT_FORMAT_RAW_U8) {
+      EXPECT_LE(max_level_difference(actual.pixels(), expected.pixels()), 1);
+    } else {
+      EXPECT_LE(max_f32_difference(actual.pixels(), expected.pixels()), 1e-3);
+    }
+  }
+  const HostBufferPoolStats stats = server_->host_buffer_stats();
+  EXPECT_GT(stats.reuses + stats.allocations, 0u) << "the stream's pixels did not use the pool";
+  EXPECT_EQ(stats.fallbacks, 0u);
+  expect_all_returned_after_shutdown();
+}
+
 TEST_F(ZeroCopyTest, MalformedRequestBytesAreInvalidArgumentAndTheServerGoesOn) {
   start();
   decompose("baboon.jpg");
@@ -142,6 +207,86 @@ TEST_F(ZeroCopyTest, MalformedRequestBytesAreInvalidArgumentAndTheServerGoesOn) 
   }
   auto good = client_->reconstruct("baboon.jpg", Rank{4});
   EXPECT_TRUE(good.ok()) << good.status().error_message();
+  expect_all_returned_after_shutdown();
+}
+
+// On the stream, malformed bytes fail that item only: INVALID_ARGUMENT in its answer, and the
+// next request on the same stream is answered.
+TEST_F(ZeroCopyTest, MalformedBytesOnTheStreamFailOnlyThatItem) {
+  start();
+  decompose("baboon.jpg");
+  // Writes its messages one after another, then reads as many answers (the server answers in
+  // request order).
+  class RawStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    explicit RawStream(std::vector<grpc::ByteBuffer> requests)
+        : requests_(std::move(requests)), answers_(requests_.size()) {}
+    void start() {
+      StartWrite(&requests_[0]);
+      StartRead(&answers_[0]);
+      StartCall();
+    }
+    void OnWriteDone(bool ok) override {
+      if (ok && ++written_ < requests_.size()) {
+        StartWrite(&requests_[written_]);
+      } else {
+        StartWritesDone();
+      }
+    }
+    void OnReadDone(bool ok) override {
+      if (ok && ++read_ < answers_.size()) StartRead(&answers_[read_]);
+    }
+    void OnDone(const grpc::Status& status) override { done_.set_value(status); }
+    grpc::Status wait() { return done_.get_future().get(); }
+    [[nodiscard]] std::size_t read() const { return read_; }
+    [[nodiscard]] const grpc::ByteBuffer& answer(std::size_t i) const { return answers_[i]; }
+
+   private:
+    std::vector<grpc::ByteBuffer> requests_;
+    std::vector<grpc::ByteBuffer> answers_;
+    std::size_t written_ = 0;
+    std::size_t read_ = 0;
+    std::promise<grpc::Status> done_;
+  };
+  const auto bytes_of = [](const std::string& text) {
+    const grpc::Slice slice(text);
+    return grpc::ByteBuffer(&slice, 1);
+  };
+  const std::string truncated("\x0a\x05" "ab", 4);  // field 1 says 5 bytes follow, 2 do
+  std::vector<grpc::ByteBuffer> requests;
+  requests.push_back(bytes_of(truncated));
+  requests.push_back(
+      bytes_of(request_for("baboon.jpg", Rank{4}, v1::OUTPUT_FORMAT_RAW_U8).SerializeAsString()));
+
+  grpc::GenericStub stub(client_->channel());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 30s);
+  RawStream stream(std::move(requests));
+  stub.PrepareBidiStreamingCall(&context, "/svdserve.v1.SvdServe/ReconstructStream",
+                                grpc::StubOptions(), &stream);
+  stream.start();
+  const grpc::Status status = stream.wait();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(stream.read(), 2u);
+  const auto parse = [](const grpc::ByteBuffer& bytes) {
+    std::vector<grpc::Slice> slices;
+    EXPECT_TRUE(bytes.Dump(&slices).ok());
+    std::string joined;
+    for (const grpc::Slice& slice : slices) {
+      joined.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+    v1::ReconstructStreamResponse response;
+    EXPECT_TRUE(response.ParseFromString(joined));
+    return response;
+  };
+  const v1::ReconstructStreamResponse bad = parse(stream.answer(0));
+  EXPECT_EQ(bad.status().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.status().message().find("ReconstructRequest"), std::string::npos)
+      << bad.status().message();
+  const v1::ReconstructStreamResponse good = parse(stream.answer(1));
+  EXPECT_EQ(good.status().code(), 0) << good.status().message();
+  EXPECT_EQ(good.result().rank(), 4u);
+  EXPECT_EQ(good.result().pixels().size(), 512u * 512u * 3u);
   expect_all_returned_after_shutdown();
 }
 
