@@ -26,7 +26,8 @@ void append_varint(std::string& out, uint64_t value) {
 // Called by gRPC, on any thread, when the last reference to the pixel slice goes.
 void release_pixels(void* owner) { delete static_cast<PixelBytes*>(owner); }
 
-// The pixels field's tag and length; nothing for no pixels (proto3 leaves an empty bytes field out).
+// The pixels field's tag and length; nothing for no pixels (proto3 leaves an empty bytes field
+// out).
 std::string pixels_field_head(std::size_t pixels) {
   std::string head;
   if (pixels > 0) {

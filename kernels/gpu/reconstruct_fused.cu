@@ -238,9 +238,9 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
 
 // From the H100 runs of svdserve_reconstruct_bench (docs/PERFORMANCE.md, "Kernel"): rows is the
 // fastest u8 variant at k = 1 (57-63 % of the floor against tile128's 46-53 %) and slower from
-// k = 4 on; tensor ties tile128 at k = 8 (1024², 0.079 vs 0.080 ms), is 5 % slower at k = 6 and
-// 16-40 % faster from k = 12 up; tile128 is the fastest in between. A persistent-block variant
-// for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
+// k = 4 on; tensor ties tile128 at k = 8 (within 3 % either way over the five sizes), is slower
+// below and 1.23-1.40x faster from k = 16; tile128 is the fastest in between. A persistent-block
+// variant for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
 constexpr uint32_t kRowsMaxRank = 2;
 constexpr uint32_t kTensorMinRank = 8;
 

@@ -3,17 +3,19 @@
 //
 // Why a fourth kernel: from k ~ 16 up the FP32 kernels are bound by instruction issue, not memory:
 // tile128 (reconstruct_fused_tile128.cu) needs one FMA instruction per multiply-add and, besides
-// them, ~12 instructions per output value (rounding, staging, operand loads), so it reaches 36-40 %
-// of the FMA floor at k = 16 and 55-66 % at k >= 64 (cuBLAS SGEMM itself: 79 % of the FMA peak).
-// One mma.sync.m16n8k8 instruction does 1,024 multiply-adds on the tensor cores, and the rounding
-// and stores run on the other pipes beside it.
+// them, ~12 instructions per output value (rounding, staging, operand loads); it stays near 60 %
+// of the FMA peak at k >= 64 (cuBLAS SGEMM itself: 79 %). One mma.sync.m16n8k8 instruction does
+// 1,024 multiply-adds on the tensor cores, and the rounding and stores run on the other pipes.
+// docs/PERFORMANCE.md ("Reconstruction kernel") has the numbers and the variants measured and
+// not kept.
 //
 // Accuracy: TF32 keeps 10 of FP32's 23 mantissa bits, which would move a u8 pixel by a level in
 // a few percent of the values. So each factor value x is split into big = tf32(x) and
-// small = tf32(x - big), and each product is big*big + big*small + small*big (the "3xTF32" of
-// CUTLASS; the dropped small*small is ~2^-22 relative): FP32-class accuracy in three MMAs. The
-// summation order differs from the FP32 kernels, so a pixel may differ by one level at a .5
-// boundary, as between the FP32 kernels and cuBLAS.
+// small = tf32(x - big) (split_tf32), and each product is big*big + big*small + small*big (the
+// "3xTF32" of CUTLASS): products good to ~21 bits (the dropped small*small and the rounding of
+// the small parts), well under 0.1 level for u8 at any rank. The summation order differs from
+// the FP32 kernels, so a pixel may differ by one level at a .5 boundary, as between the FP32
+// kernels and cuBLAS.
 //
 // Layout (the block and its slices are tile128's):
 //  - one block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 8 warps;
@@ -21,23 +23,16 @@
 //    thread, in the mma fragment layout (thread = group g = lane / 4 and t = lane % 4: rows g and
 //    g + 8, columns 2t and 2t + 1 of each tile);
 //  - k advances in shared-memory slices of 16 (two MMA k-steps of 8), double-buffered through
-//    registers (reconstruct_tile_pipeline.cuh), one __syncthreads per slice, the pipeline running across
-//    channels;
+//    registers (reconstruct_tile_pipeline.cuh), one __syncthreads per slice, the pipeline
+//    running across channels;
 //  - slice rows are padded to 136 floats: a fragment load reads rows t and columns g of a slice,
 //    and with a pitch of 8 banks mod 32 the 32 lanes hit 32 different banks;
 //  - each channel's accumulators are rounded (round_to_u8_packable: no F2I) into the staging tile
 //    that tile128 uses, and after the last channel the tile is copied out with 16-byte stores.
 // Ranks are padded with zeros to whole slices (load_four reads nothing at k >= rank), so small
-// ranks waste MMAs: automatic picks this kernel from k = 8, where it was measured fastest.
-//
-// Measured on an H100 (svdserve_reconstruct_bench, docs/PERFORMANCE.md): 1.2-1.4x faster than
-// tile128 from k = 16 (1024², k = 256: 0.61 vs 0.85 ms); 50-55 % of its floor at k = 256 with the
-// tensor pipe ~55 % busy and 48 % of issue slots used, i.e. latency-bound: fragments are loaded
-// and split right before their MMAs. Measured and not kept: the first version (cvt.rna.tf32 for
-// the split, which compiles to more instructions, and the three MMAs of a tile back to back) was
-// 12 % slower at k = 256; cp.async slices (no change); the split done once per block into
-// big/small slices of depth 8 (11 % fewer instructions, 6 % slower: twice the barriers, less
-// overlap); one block per SM with 162 registers (20 % slower).
+// ranks waste MMAs: automatic picks this kernel from k = 8, where it ties tile128 on the H100
+// and beyond which it is faster. It is latency-bound (fragments are loaded and split right
+// before their MMAs), not bound by the tensor pipe.
 
 #include <cuda_runtime.h>
 
@@ -93,17 +88,19 @@ constexpr std::size_t shared_bytes() {
 
 // One MMA k-step (k0 .. k0 + 7 of the slice) of the warp's patch (fragment layouts: mma_tf32).
 // Each operand is split as it is loaded (split_tf32: four instructions). Three MMAs per tile,
-// small terms first so they are not lost against the running sum of big ones, and pass by pass
-// over the four tiles of a row so that the three MMAs into one accumulator (each waits for the
-// one before) have three independent ones between them.
+// the small terms first (CUTLASS's order), pass by pass over the four tiles of a row so that the
+// three MMAs into one accumulator (each waits for the one before) have three independent ones
+// between them.
 __device__ __forceinline__ void multiply_step(const Slice& us, const Slice& v, uint32_t k0,
                                               uint32_t patch_row, uint32_t patch_col,
                                               uint32_t group, uint32_t thread_in_group,
                                               Accumulators& acc) {
-  const float* const us_low = &us[k0 + thread_in_group][patch_row + group];
-  const float* const us_high = &us[k0 + thread_in_group + 4][patch_row + group];
-  const float* const v_low = &v[k0 + thread_in_group][patch_col + group];
-  const float* const v_high = &v[k0 + thread_in_group + 4][patch_col + group];
+  const uint32_t k_low = k0 + thread_in_group;  // fragment k = t; the other half at t + 4
+  const uint32_t k_high = k_low + kMmaDepth / 2;
+  const float* const us_low = &us[k_low][patch_row + group];
+  const float* const us_high = &us[k_high][patch_row + group];
+  const float* const v_low = &v[k_low][patch_col + group];
+  const float* const v_high = &v[k_high][patch_col + group];
   SplitTf32 b[kColTiles][2];
 #pragma unroll
   for (uint32_t j = 0; j < kColTiles; ++j) {
@@ -114,9 +111,9 @@ __device__ __forceinline__ void multiply_step(const Slice& us, const Slice& v, u
   for (uint32_t i = 0; i < kRowTiles; ++i) {
     const uint32_t r = i * kMmaRows;
     const SplitTf32 a0 = split_tf32(us_low[r]);
-    const SplitTf32 a1 = split_tf32(us_low[r + 8]);
+    const SplitTf32 a1 = split_tf32(us_low[r + kMmaRows / 2]);
     const SplitTf32 a2 = split_tf32(us_high[r]);
-    const SplitTf32 a3 = split_tf32(us_high[r + 8]);
+    const SplitTf32 a3 = split_tf32(us_high[r + kMmaRows / 2]);
 #pragma unroll
     for (uint32_t j = 0; j < kColTiles; ++j) {
       mma_tf32(acc[i][j], a0.small, a1.small, a2.small, a3.small, b[j][0].big, b[j][1].big);
@@ -171,7 +168,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     for (uint32_t i = 0; i < kRowTiles; ++i) {
 #pragma unroll
       for (uint32_t half = 0; half < 2; ++half) {
-        const uint32_t row = patch_row + i * kMmaRows + half * 8 + group;
+        const uint32_t row = patch_row + i * kMmaRows + half * (kMmaRows / 2) + group;
         unsigned char* const stage_row = tile.staged(staging, row, channel);
 #pragma unroll
         for (uint32_t j = 0; j < kColTiles; ++j) {

@@ -13,19 +13,20 @@ namespace svdserve::gpu::detail {
 inline constexpr double kMmaTf32Flops = 2.0 * 16 * 8 * 8;
 
 // x = big + small + (<= 2^-22 |x|), big and small TF32 operands. TF32 keeps the top 10 mantissa
-// bits and the MMA ignores the 13 below them, so rounding to nearest is adding half a TF32 ulp
-// (0x1000) to the bits: big is that with the low bits cleared, so that x - big is exact in FP32;
-// small keeps its low bits (the MMA drops them after the add). Four integer/FP32 instructions:
-// cvt.rna.tf32.f32 compiles to about five on sm_90 (it handles NaN and infinity), which made the
-// split the largest share of the kernel's instructions in Nsight Compute. Finite x only (the
-// factors are checked at decompose); the add can carry into the exponent, which is the correct
-// rounding up.
+// bits; rounding to nearest (ties away from zero) is adding half a TF32 ulp (0x1000) to the bits:
+// big is that with the 13 low bits cleared, so that x - big is exact in FP32. small keeps its low
+// bits after the add: the MMA ignores them. That is observed behaviour (checked on the H100, and
+// what CUTLASS's round_half_ulp_truncate relies on), not documented: NVIDIA leaves TF32's
+// precision bits unspecified; were they rounded instead, small's error would grow to ~2^-21 |x|.
+// Four integer/FP32 instructions, where cvt.rna.tf32.f32 compiles to more on sm_90 (it handles
+// NaN and infinity). Finite x only (the factors are checked at decompose); the add can carry into
+// the exponent, which is the correct rounding up.
 struct SplitTf32 {
   uint32_t big;
   uint32_t small;
 };
 
-__device__ __forceinline__ SplitTf32 split_tf32(float x) {
+[[nodiscard]] __device__ __forceinline__ SplitTf32 split_tf32(float x) {
   constexpr uint32_t kHalfUlp = 0x1000U;
   constexpr uint32_t kTf32Mask = 0xFFFFE000U;
   const uint32_t big = (__float_as_uint(x) + kHalfUlp) & kTf32Mask;

@@ -3,7 +3,9 @@
 //   - device-to-device bandwidth: cudaMemcpyAsync D2D of a large buffer, read + write bytes;
 //   - FP32 FMA peak: a kernel of independent FMA chains on all SMs, 2 FLOPs per FMA (the
 //     arithmetic of tile64, tile128 and rows); cuBLAS SGEMM 8192^3 (pedantic FP32) for reference;
-//   - TF32 MMA peak: the same with mma.sync m16n8k8 TF32 chains (the arithmetic of tensor);
+//   - TF32 MMA peak: the same with mma.sync m16n8k8 TF32 chains (the instruction tensor uses; the
+//     H100's dense TF32 peak through wgmma is higher, ~495 TFLOP/s, so this floor is the
+//     instruction's, not the chip's);
 //   - per shape x rank, for each fused variant and the cuBLAS path: time per batch (CUDA events,
 //     median after warm-up), bytes moved (factor columns read + output written, once each),
 //     FLOPs (2 h w k c), floor = max(bytes / D2D bandwidth, FLOPs / FMA peak), % of floor
@@ -174,7 +176,8 @@ double tf32_mma_peak_tflops(gpu::StreamView stream, int sms) {
                                                                   kIterations);
     SVDSERVE_CUDA_CHECK(cudaGetLastError());
   });
-  const double mmas = double{kMmaChains} * kIterations * blocks * (kThreads / 32);
+  constexpr uint32_t kWarpSize = 32;
+  const double mmas = double{kMmaChains} * kIterations * blocks * (kThreads / kWarpSize);
   return mmas * gpu::detail::kMmaTf32Flops / (times.front() * 1e-3) / 1e12;
 }
 
@@ -354,7 +357,7 @@ struct Row {
   double flops = 0;
   double bandwidth_ms = 0;  // bytes / D2D bandwidth
   double fma_ms = 0;        // FLOPs / FP32 FMA peak
-  double tensor_ms = 0;     // 3 FLOPs / TF32 MMA peak
+  double tensor_ms = 0;     // 3 x FLOPs / TF32 MMA peak
   double cublas_ms = 0;
   FusedVariant chosen = FusedVariant::tile64;
   VariantResult variants[kVariantCount];

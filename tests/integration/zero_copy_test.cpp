@@ -1,7 +1,8 @@
 // The zero-copy Reconstruct path over real gRPC: Reconstruct and ReconstructStream (raw methods
-// answering with the pool buffer itself) give exactly what the same item gives through
-// ReconstructBatch (protobuf messages), malformed request bytes are refused, and every pool buffer comes back: reused while
-// serving, ordinary memory beyond the cap, none left out after cancelled calls and shutdown.
+// answering with the pool buffer itself) give what the same item gives through ReconstructBatch
+// (protobuf messages), malformed request bytes are refused, and every pool buffer comes back:
+// reused while serving, ordinary memory beyond the cap, none left out after cancelled calls and
+// shutdown.
 
 #include <gtest/gtest.h>
 #include <grpcpp/generic/generic_stub.h>

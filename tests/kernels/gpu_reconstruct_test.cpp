@@ -9,11 +9,10 @@
 //  - fused vs cuBLAS u8: they sum in different orders, so a value within a few ulps of a .5
 //    boundary may round either way. Differences must be exactly 1 level and at most 0.1% of the
 //    values (at least one allowed, for the tiny images);
-//  - fused variants (tile64, tile128, rows) sum in the same order: their u8 outputs must be
-//    identical.
-// Every fused variant runs explicitly on every case (tile128 and rows run u8 only; f32 requests
-// run tile64
-// by contract), and the automatic choice is what the backend uses.
+//  - the FP32 fused variants (tile64, tile128, rows) sum in the same order: their u8 outputs must
+//    be identical; tensor (3xTF32) sums in another and is held to the cuBLAS agreement.
+// Every fused variant runs explicitly on every case (tile128, rows and tensor run u8 only; f32
+// requests run tile64 by contract), and the automatic choice is what the backend uses.
 // Every output value is checked to be written: u8 runs twice, over poison bytes 0xAB and 0x54,
 // and both runs must agree; f32 runs over all-ones bytes (a NaN) and must hold no NaN. Guard
 // bytes before and after the outputs must keep their poison.
