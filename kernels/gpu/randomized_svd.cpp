@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/errors.hpp"
@@ -61,33 +62,23 @@ struct GemmShape {
   int k;
 };
 
-// C_i = A_i B_i in float or double: cuBLAS's two entry points behind one signature.
-cublasStatus_t gemm_strided_batched(cublasHandle_t cublas, GemmShape shape, const float* one,
-                                    const float* a, int lda, long long stride_a, const float* b,
-                                    int ldb, long long stride_b, const float* zero, float* c,
-                                    int ldc, long long stride_c, int count) {
-  return cublasSgemmStridedBatched(cublas, shape.op_a, shape.op_b, shape.m, shape.n, shape.k, one,
-                                   a, lda, stride_a, b, ldb, stride_b, zero, c, ldc, stride_c,
-                                   count);
-}
-
-cublasStatus_t gemm_strided_batched(cublasHandle_t cublas, GemmShape shape, const double* one,
-                                    const double* a, int lda, long long stride_a, const double* b,
-                                    int ldb, long long stride_b, const double* zero, double* c,
-                                    int ldc, long long stride_c, int count) {
-  return cublasDgemmStridedBatched(cublas, shape.op_a, shape.op_b, shape.m, shape.n, shape.k, one,
-                                   a, lda, stride_a, b, ldb, stride_b, zero, c, ldc, stride_c,
-                                   count);
-}
-
+// C_i = op(A_i) op(B_i) in float or double (cuBLAS's S and D entry points).
 template <typename Real>
 void gemm_batched(cublasHandle_t cublas, GemmShape shape, const Real* a, int lda,
                   long long stride_a, const Real* b, int ldb, long long stride_b, Real* c, int ldc,
                   long long stride_c, int count) {
+  static_assert(std::is_same_v<Real, float> || std::is_same_v<Real, double>);
   const Real one = 1;
   const Real zero = 0;
-  SVDSERVE_CUBLAS_CHECK(gemm_strided_batched(cublas, shape, &one, a, lda, stride_a, b, ldb,
-                                             stride_b, &zero, c, ldc, stride_c, count));
+  constexpr auto gemm = [] {
+    if constexpr (std::is_same_v<Real, float>) {
+      return &cublasSgemmStridedBatched;
+    } else {
+      return &cublasDgemmStridedBatched;
+    }
+  }();
+  SVDSERVE_CUBLAS_CHECK(gemm(cublas, shape.op_a, shape.op_b, shape.m, shape.n, shape.k, &one, a,
+                             lda, stride_a, b, ldb, stride_b, &zero, c, ldc, stride_c, count));
 }
 
 void validate(const SvdBatch& batch, const RandomizedSvdOptions& options, int l) {
