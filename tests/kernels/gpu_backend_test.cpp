@@ -188,6 +188,21 @@ class GpuBackendBehaviourTest : public ::testing::Test {
   void SetUp() override {
     if (!gpu::cuda_device_available()) GTEST_SKIP() << "no CUDA device";
   }
+
+  // A test photo decomposed on a two-stream GPU backend: where the reconstruct tests start.
+  struct Decomposed {
+    std::unique_ptr<Backend> backend;
+    ImageF32 image;
+    std::shared_ptr<const Factors> factors;
+  };
+  static Decomposed decompose_on_two_streams(const char* photo, uint32_t max_rank) {
+    gpu::GpuBackendOptions options;
+    options.streams = 2;
+    Decomposed d{gpu::make_gpu_backend(options), image_from_mat(read_test_image(photo, -1)), {}};
+    const ImageF32* pointer = &d.image;
+    d.factors = d.backend->decompose(std::span(&pointer, 1), max_rank).at(0);
+    return d;
+  }
 };
 
 TEST_F(GpuBackendBehaviourTest, CublasPathMatchesFusedKernel) {
@@ -340,24 +355,21 @@ TEST_F(GpuBackendBehaviourTest, NonFiniteSamplesAreInvalidAndTheBackendKeepsWork
 // reconstruct_async: outputs in pinned memory get the device copy directly, pageable ones go
 // through staging; a batch mixing both (and u8 with f32) gives the same pixels as one by one.
 TEST_F(GpuBackendBehaviourTest, AsyncReconstructIntoPinnedAndPageableOutputsAgrees) {
-  gpu::GpuBackendOptions options;
-  options.streams = 2;
-  auto backend = gpu::make_gpu_backend(options);
-  const ImageF32 image = image_from_mat(read_test_image("fruits.jpg", -1));
-  const ImageF32* pointer = &image;
-  const auto factors = backend->decompose(std::span(&pointer, 1), 40);
-  const std::size_t values = image.shape.values();
-  const auto expected = reconstruct_u8(*backend, *factors[0], 33);
-  const auto expected_f32 = reconstruct_f32(*backend, *factors[0], 33);
+  const Decomposed d = decompose_on_two_streams("fruits.jpg", 40);
+  Backend* const backend = d.backend.get();
+  const Factors* const factors = d.factors.get();
+  const std::size_t values = d.image.shape.values();
+  const auto expected = reconstruct_u8(*backend, *factors, 33);
+  const auto expected_f32 = reconstruct_f32(*backend, *factors, 33);
 
   gpu::PinnedBuffer pinned(values);
   std::memset(pinned.data(), 0xAB, values);  // poison: unwritten bytes show
   std::vector<std::byte> pageable(values, std::byte{0xAB});
   std::vector<float> pageable_f32(values, std::nanf(""));
   std::vector<ReconstructItem> items{
-      {factors[0].get(), 33, OutputPixels::u8, std::span(pinned.as<std::byte>(), values)},
-      {factors[0].get(), 33, OutputPixels::f32, std::as_writable_bytes(std::span(pageable_f32))},
-      {factors[0].get(), 33, OutputPixels::u8, std::span(pageable)}};
+      {factors, 33, OutputPixels::u8, std::span(pinned.as<std::byte>(), values)},
+      {factors, 33, OutputPixels::f32, std::as_writable_bytes(std::span(pageable_f32))},
+      {factors, 33, OutputPixels::u8, std::span(pageable)}};
   std::promise<std::exception_ptr> finished;
   backend->reconstruct_async(items, [&](std::exception_ptr error) { finished.set_value(error); });
   ASSERT_EQ(finished.get_future().get(), nullptr);
@@ -377,14 +389,11 @@ TEST_F(GpuBackendBehaviourTest, AsyncReconstructIntoPinnedAndPageableOutputsAgre
 // Output memory from the backend is page-locked (what lets reconstruct copy into it directly),
 // receives the same pixels as ordinary memory, and frees itself on whichever thread lets it go.
 TEST_F(GpuBackendBehaviourTest, OutputMemoryIsPinnedAndReceivesTheSamePixels) {
-  gpu::GpuBackendOptions options;
-  options.streams = 2;
-  auto backend = gpu::make_gpu_backend(options);
-  const ImageF32 image = image_from_mat(read_test_image("baboon.jpg", -1));
-  const ImageF32* pointer = &image;
-  const auto factors = backend->decompose(std::span(&pointer, 1), 24);
-  const std::size_t values = image.shape.values();
-  const auto expected = reconstruct_u8(*backend, *factors[0], 17);
+  const Decomposed d = decompose_on_two_streams("baboon.jpg", 24);
+  Backend* const backend = d.backend.get();
+  const Factors* const factors = d.factors.get();
+  const std::size_t values = d.image.shape.values();
+  const auto expected = reconstruct_u8(*backend, *factors, 17);
 
   HostMemory memory = backend->allocate_output_memory(values);
   ASSERT_NE(memory, nullptr);
@@ -392,7 +401,7 @@ TEST_F(GpuBackendBehaviourTest, OutputMemoryIsPinnedAndReceivesTheSamePixels) {
   ASSERT_EQ(cudaPointerGetAttributes(&attributes, memory.get()), cudaSuccess);
   EXPECT_EQ(attributes.type, cudaMemoryTypeHost);
   std::memset(memory.get(), 0xAB, values);  // poison: unwritten bytes show
-  const ReconstructItem item{factors[0].get(), 17, OutputPixels::u8,
+  const ReconstructItem item{factors, 17, OutputPixels::u8,
                              std::span(memory.get(), values)};
   backend->reconstruct(std::span(&item, 1));
   EXPECT_EQ(std::memcmp(memory.get(), expected.data(), values), 0);
