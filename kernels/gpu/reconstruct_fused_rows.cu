@@ -28,10 +28,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
-#include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/bulk_store.cuh"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 
@@ -43,20 +42,20 @@ using detail::kStoreBytes;
 constexpr uint32_t kGroupPixels = 16;  // a thread's columns
 constexpr uint32_t kRows = 4;          // a thread's rows: one float4 of US per k
 constexpr uint32_t kThreads = 128;
+constexpr uint32_t kIterations = 4;  // pixel groups per thread (see the kernel)
 constexpr uint32_t kWarpSize = 32;
-constexpr uint32_t kWarps = kThreads / kWarpSize;
-constexpr uint32_t kNoStore = 0xFFFFFFFFU;  // staged chunk that its owner wrote itself
+[[maybe_unused]] constexpr uint32_t kWarps = kThreads / kWarpSize;  // sm_90 only
+[[maybe_unused]] constexpr uint32_t kFullWarp = 0xFFFFFFFFU;  // sm_90 only
 
 // A thread's 16 pixels of one row, interleaved like the output: 16 * C bytes in 4 * C words.
 template <uint32_t kChannels>
 constexpr uint32_t kGroupWords = kGroupPixels * kChannels / 4;
 
-// One warp's chunks of one row in flight to the coalesced store: chunk (lane * C + i) is the
-// i-th 16 bytes of that lane's pixels, `offset` its place in the output (bytes from task.out).
+// One warp's rows staged for the bulk copy (sm_90): chunk (lane * C + i) of row r is the i-th
+// 16 bytes of that lane's pixels in row r.
 template <uint32_t kChannels>
-struct WarpStaging {
-  uint4 data[kWarpSize * kChannels];
-  uint32_t offset[kWarpSize * kChannels];
+struct WarpRows {
+  uint4 chunk[kRows][kWarpSize * kChannels];
 };
 
 // Inserts `byte_bits`'s low byte at byte `position` of `word` (one PRMT).
@@ -114,86 +113,139 @@ __device__ __forceinline__ void accumulate(float (&acc)[kRows][kGroupPixels], co
   }
 }
 
+// The thread's 4 rows x 16 pixels, rounded and interleaved like the output (zeros when inactive).
+template <uint32_t kChannels>
+__device__ __forceinline__ void reconstruct_group(
+    const ReconstructTask& task, uint32_t height, uint32_t width, uint32_t row0, uint32_t col0,
+    bool active, uint32_t (&packed)[kRows][kGroupWords<kChannels>]) {
+  const std::size_t plane = std::size_t{task.rank_kept};
+#pragma unroll
+  for (uint32_t r = 0; r < kRows; ++r) {
+#pragma unroll
+    for (uint32_t w = 0; w < kGroupWords<kChannels>; ++w) packed[r][w] = 0;
+  }
+  if (!active) return;
+  const bool inside = row0 + kRows <= height && col0 + kGroupPixels <= width;
+#pragma unroll
+  for (uint32_t channel = 0; channel < kChannels; ++channel) {
+    const float* us = task.us + channel * height * plane;
+    const float* v = task.v + channel * width * plane;
+    const bool fast =
+        inside && detail::vector_aligned(us, height) && detail::vector_aligned(v, width);
+    float acc[kRows][kGroupPixels] = {};
+    accumulate(acc, us, v, height, width, task.rank, row0, col0, fast);
+#pragma unroll
+    for (uint32_t r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (uint32_t p = 0; p < kGroupPixels; ++p) {
+        const uint32_t byte = p * kChannels + channel;
+        packed[r][byte / 4] = insert_byte(packed[r][byte / 4],
+                                          detail::round_to_u8_packable(acc[r][p]), byte % 4);
+      }
+    }
+  }
+}
+
+// Each warp takes 32 consecutive pixel groups (lane = group) per iteration, gridDim.x * 4 warps
+// apart; the grid is sized for kIterations of them, so that on sm_90 the copy engine reads one
+// iteration's staged rows while the warp computes the next (no wait on the critical path).
 template <uint32_t kChannels>
 __global__ void __launch_bounds__(kThreads)
     fused_reconstruct_rows_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
                                   uint32_t width, uint32_t groups_per_row, uint32_t groups) {
   constexpr uint32_t kWords = kGroupWords<kChannels>;
   constexpr uint32_t kChunks = kChannels;  // 16-byte chunks per thread and row
-  __shared__ WarpStaging<kChannels> staging_of_warp[kWarps];
-  WarpStaging<kChannels>& staging = staging_of_warp[threadIdx.x / kWarpSize];
+#if SVDSERVE_HAS_BULK_STORE
+  __shared__ WarpRows<kChannels> staging_of_warp[kWarps];
+  WarpRows<kChannels>& staging = staging_of_warp[threadIdx.x / kWarpSize];
+#endif
   const uint32_t lane = threadIdx.x % kWarpSize;
-
-  const uint32_t group = blockIdx.x * kThreads + threadIdx.x;
-  const bool active = group < groups;  // inactive lanes still take part in the warp's stores
-  const uint32_t row0 = active ? group / groups_per_row * kRows : 0;
-  const uint32_t col0 = active ? group % groups_per_row * kGroupPixels : 0;
   const ReconstructTask task = tasks[blockIdx.y];
-  const std::size_t plane = std::size_t{task.rank_kept};
-
-  uint32_t packed[kRows][kWords] = {};
-  if (active) {
-    const bool inside = row0 + kRows <= height && col0 + kGroupPixels <= width;
-#pragma unroll
-    for (uint32_t channel = 0; channel < kChannels; ++channel) {
-      const float* us = task.us + channel * height * plane;
-      const float* v = task.v + channel * width * plane;
-      const bool fast =
-          inside && detail::vector_aligned(us, height) && detail::vector_aligned(v, width);
-      float acc[kRows][kGroupPixels] = {};
-      accumulate(acc, us, v, height, width, task.rank, row0, col0, fast);
-#pragma unroll
-      for (uint32_t r = 0; r < kRows; ++r) {
-#pragma unroll
-        for (uint32_t p = 0; p < kGroupPixels; ++p) {
-          const uint32_t byte = p * kChannels + channel;
-          packed[r][byte / 4] = insert_byte(
-              packed[r][byte / 4], detail::round_to_u8_packable(acc[r][p]), byte % 4);
-        }
-      }
-    }
-  }
-
   const std::size_t row_bytes = std::size_t{width} * kChannels;
   auto* const out = static_cast<unsigned char*>(task.out);
+
+  // The loop condition is the warp's first group: the whole warp iterates (ballots below).
+#pragma unroll 1
+  for (uint32_t warp_group = blockIdx.x * kThreads + threadIdx.x - lane; warp_group < groups;
+       warp_group += gridDim.x * kThreads) {
+    const uint32_t group = warp_group + lane;
+    const bool active = group < groups;  // inactive lanes still take part in the warp's stores
+    const uint32_t row0 = active ? group / groups_per_row * kRows : 0;
+    const uint32_t col0 = active ? group % groups_per_row * kGroupPixels : 0;
+    uint32_t packed[kRows][kWords];
+    reconstruct_group<kChannels>(task, height, width, row0, col0, active, packed);
+
+#if SVDSERVE_HAS_BULK_STORE
+    detail::wait_bulk_reads();  // the previous iteration's staged rows are free again
+    __syncwarp();
+#endif
+    bool whole[kRows];  // row r's 16 pixels go out as C aligned 16-byte chunks
 #pragma unroll
-  for (uint32_t r = 0; r < kRows; ++r) {
-    const uint32_t row = row0 + r;
-    const std::size_t first_byte = row * row_bytes + std::size_t{col0} * kChannels;
-    unsigned char* const segment = out + first_byte;
-    const bool row_inside = active && row < height;
-    // Whole and aligned: 16-byte stores. Otherwise (image edge, or a row that does not start
-    // 16-byte aligned) the owner writes its bytes one by one.
-    const bool whole = row_inside && col0 + kGroupPixels <= width &&
-                       detail::misalignment(reinterpret_cast<std::uintptr_t>(segment)) == 0;
-    if (row_inside && !whole) {
-      const uint32_t bytes = (min(width, col0 + kGroupPixels) - col0) * kChannels;
+    for (uint32_t r = 0; r < kRows; ++r) {
+      const uint32_t row = row0 + r;
+      unsigned char* const segment = out + row * row_bytes + std::size_t{col0} * kChannels;
+      const bool row_inside = active && row < height;
+      whole[r] = row_inside && col0 + kGroupPixels <= width &&
+                 detail::misalignment(reinterpret_cast<std::uintptr_t>(segment)) == 0;
+      // Otherwise (image edge, or a row that does not start 16-byte aligned) the owner writes
+      // its bytes one by one.
+      if (row_inside && !whole[r]) {
+        const uint32_t bytes = (min(width, col0 + kGroupPixels) - col0) * kChannels;
 #pragma unroll
-      for (uint32_t b = 0; b < kWords * 4; ++b) {  // unrolled: `packed` stays in registers
-        if (b < bytes) {
-          __stwb(segment + b, static_cast<unsigned char>(__byte_perm(packed[r][b / 4], 0, b % 4)));
+        for (uint32_t b = 0; b < kWords * 4; ++b) {  // unrolled: `packed` stays in registers
+          if (b < bytes) {
+            __stwb(segment + b,
+                   static_cast<unsigned char>(__byte_perm(packed[r][b / 4], 0, b % 4)));
+          }
         }
       }
-    }
+#if SVDSERVE_HAS_BULK_STORE
+      // Staged like the output: lane after lane, C chunks each (STS.128 at a lane stride of
+      // 16 * C bytes: conflict-free for odd C, two-way for C = 2 and four-way for C = 4).
 #pragma unroll
-    for (uint32_t i = 0; i < kChunks; ++i) {
-      const uint32_t chunk = lane * kChunks + i;
-      staging.data[chunk] = make_uint4(packed[r][4 * i], packed[r][4 * i + 1],
-                                       packed[r][4 * i + 2], packed[r][4 * i + 3]);
-      staging.offset[chunk] =
-          whole ? static_cast<uint32_t>(first_byte) + i * kStoreBytes : kNoStore;
+      for (uint32_t i = 0; i < kChunks; ++i) {
+        staging.chunk[r][lane * kChunks + i] = make_uint4(
+            packed[r][4 * i], packed[r][4 * i + 1], packed[r][4 * i + 2], packed[r][4 * i + 3]);
+      }
+#else
+      if (whole[r]) {
+#pragma unroll
+        for (uint32_t i = 0; i < kChunks; ++i) {
+          __stwb(reinterpret_cast<uint4*>(segment) + i,
+                 make_uint4(packed[r][4 * i], packed[r][4 * i + 1], packed[r][4 * i + 2],
+                            packed[r][4 * i + 3]));
+        }
+      }
+#endif
     }
+#if SVDSERVE_HAS_BULK_STORE
+    detail::fence_shared_for_bulk_copy();
     __syncwarp();
+    // Per row, the whole lanes form runs that are contiguous in the output too (consecutive
+    // lanes are consecutive pixel groups, unless a new image row starts): the first lane of each
+    // run hands it to the copy engine.
 #pragma unroll
-    for (uint32_t i = 0; i < kChunks; ++i) {
-      const uint32_t chunk = i * kWarpSize + lane;
-      const uint32_t offset = staging.offset[chunk];
-      if (offset != kNoStore) {
-        __stwb(reinterpret_cast<uint4*>(out + offset), staging.data[chunk]);
+    for (uint32_t r = 0; r < kRows; ++r) {
+      const uint32_t whole_lanes = __ballot_sync(kFullWarp, whole[r]);
+      const bool first =
+          whole[r] && (lane == 0 || col0 == 0 || (whole_lanes >> (lane - 1) & 1U) == 0);
+      const uint32_t first_lanes = __ballot_sync(kFullWarp, first);
+      if (first) {
+        const uint32_t later = (kFullWarp << lane) << 1;
+        const uint32_t stops = (~whole_lanes | first_lanes) & later;
+        const uint32_t end = stops == 0 ? kWarpSize : __ffs(stops) - 1;
+        unsigned char* const segment =
+            out + (row0 + r) * row_bytes + std::size_t{col0} * kChannels;
+        detail::bulk_store(segment, &staging.chunk[r][lane * kChunks],
+                           (end - lane) * kChunks * kStoreBytes);
       }
     }
-    __syncwarp();
+    detail::commit_bulk_group();
+#endif
   }
+#if SVDSERVE_HAS_BULK_STORE
+  detail::wait_bulk_reads();  // before the block's shared memory goes
+#endif
 }
 
 template <uint32_t kChannels>
@@ -201,7 +253,8 @@ void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShap
             StreamView stream) {
   const uint32_t groups_per_row = (shape.width + kGroupPixels - 1) / kGroupPixels;
   const uint64_t groups = uint64_t{groups_per_row} * ((shape.height + kRows - 1) / kRows);
-  const dim3 grid(static_cast<uint32_t>((groups + kThreads - 1) / kThreads), count);
+  const uint64_t groups_per_block = uint64_t{kThreads} * kIterations;
+  const dim3 grid(static_cast<uint32_t>((groups + groups_per_block - 1) / groups_per_block), count);
   fused_reconstruct_rows_kernel<kChannels><<<grid, kThreads, 0, stream.value()>>>(
       tasks_device, shape.height, shape.width, groups_per_row, static_cast<uint32_t>(groups));
   SVDSERVE_CUDA_CHECK_LAUNCH();
@@ -211,11 +264,6 @@ void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShap
 
 void launch_fused_rows_u8(const ReconstructTask* tasks_device, uint32_t count,
                           const ImageShape& shape, StreamView stream) {
-  // Byte offsets inside one output are 32-bit (staging): 4 GiB, far above max_image_* limits.
-  if (shape.values() >= std::size_t{kNoStore}) {
-    throw InvalidArgument("fused reconstruction (rows): an image of " +
-                          std::to_string(shape.values()) + " values is over 4 GiB");
-  }
   dispatch_channels(shape.channels, [&](auto channels) {
     launch<decltype(channels)::value>(tasks_device, count, shape, stream);
   });

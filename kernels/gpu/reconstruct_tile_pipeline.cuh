@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/gpu/bulk_store.cuh"
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/gpu/reconstruct.hpp"
@@ -106,10 +107,31 @@ struct OutputTile {
   }
 
   // After the staging is complete (the caller synchronises): its part inside the image, out.
+  // On sm_90, when every row segment is whole 16-byte chunks at aligned addresses (any image
+  // whose row is a multiple of 16 bytes, at an aligned output; tiles at the right edge too when
+  // their width is), one thread per row hands it to the copy engine (bulk_store.cuh).
   __device__ __forceinline__ void copy_out(const unsigned char* staging, uint32_t height,
                                            uint32_t width) const {
-    copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(
-        staging, out, row_bytes, min(kTile, height - row0), min(kTile, width - col0));
+    const uint32_t tile_rows = min(kTile, height - row0);
+    const uint32_t tile_cols = min(kTile, width - col0);
+#if SVDSERVE_HAS_BULK_STORE
+    const uint32_t segment_bytes = tile_cols * kChannels;
+    if (misalignment(reinterpret_cast<std::uintptr_t>(out)) == 0 &&
+        row_bytes % kBulkAlignment == 0 && segment_bytes % kBulkAlignment == 0) {
+      static_assert(kPitch % kBulkAlignment == 0);
+      fence_shared_for_bulk_copy();
+      __syncthreads();
+      static_assert(kThreads >= kTile);
+      if (threadIdx.x < tile_rows) {
+        bulk_store(out + threadIdx.x * row_bytes, staging + threadIdx.x * kPitch, segment_bytes);
+        commit_bulk_group();
+        wait_bulk_reads();  // before the block's shared memory goes
+      }
+      return;
+    }
+#endif
+    copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, out, row_bytes, tile_rows,
+                                                        tile_cols);
   }
 };
 

@@ -1,6 +1,8 @@
 // The fused reconstruction kernel alone (batched, resident factors, u8 out), against its floor and
 // against the cuBLAS path (SGEMM + quantise), all measured in one run:
 //   - device-to-device bandwidth: cudaMemcpyAsync D2D of a large buffer, read + write bytes;
+//     and, for reference, the write-only bandwidth of cudaMemsetAsync (what a kernel that only
+//     writes could reach against the byte floor);
 //   - FP32 FMA peak: a kernel of independent FMA chains on all SMs, 2 FLOPs per FMA (the
 //     arithmetic of tile64, tile128 and rows); cuBLAS SGEMM 8192^3 (pedantic FP32) for reference;
 //   - TF32 MMA peak: the same with mma.sync m16n8k8 TF32 chains (the instruction tensor uses; the
@@ -106,6 +108,18 @@ double d2d_gb_per_s(gpu::StreamView stream, bool quick) {
                                         stream.value()));
   });
   return 2.0 * static_cast<double>(bytes) / (times.front() * 1e-3) / 1e9;  // read + write
+}
+
+// Write-only bandwidth (cudaMemsetAsync, the driver's own kernel): not a floor, a reference for
+// the byte-bound rows, whose traffic is nearly all writes. What fraction of the D2D floor the
+// fastest plain writer of those bytes reaches bounds what any kernel writing them can reach.
+double memset_gb_per_s(gpu::StreamView stream, bool quick) {
+  const std::size_t bytes = (quick ? std::size_t{256} : std::size_t{1024}) << 20;
+  gpu::DeviceBuffer to(bytes);
+  const auto times = time_ms(stream, 5, [&] {
+    SVDSERVE_CUDA_CHECK(cudaMemsetAsync(to.data(), 1, bytes, stream.value()));
+  });
+  return static_cast<double>(bytes) / (times.front() * 1e-3) / 1e9;
 }
 
 constexpr int kFmaChains = 8;       // independent chains per thread: hides the FMA latency
@@ -337,6 +351,7 @@ unsigned long long rounding_mismatches(gpu::StreamView stream) {
 
 struct Limits {
   double d2d_gb_per_s = 0;
+  double memset_gb_per_s = 0;
   double fma_tflops = 0;
   double tf32_mma_tflops = 0;
   double sgemm_tflops = 0;
@@ -557,6 +572,7 @@ void write_json(const std::string& path, const std::string& device, const Limits
                 const std::vector<Row>& rows) {
   std::ofstream json(path);
   json << "{\"device\": \"" << device << "\", \"d2d_gb_per_s\": " << limits.d2d_gb_per_s
+       << ", \"memset_gb_per_s\": " << limits.memset_gb_per_s
        << ", \"fma_peak_tflops\": " << limits.fma_tflops
        << ", \"tf32_mma_peak_tflops\": " << limits.tf32_mma_tflops
        << ", \"tensor_mmas_per_product\": " << kTensorMmasPerProduct
@@ -637,10 +653,14 @@ int run(const Options& options) {
 
   Limits limits;
   limits.d2d_gb_per_s = d2d_gb_per_s(stream.view(), options.quick);
+  limits.memset_gb_per_s = memset_gb_per_s(stream.view(), options.quick);
   limits.fma_tflops = fma_peak_tflops(stream.view(), props.multiProcessorCount);
   limits.tf32_mma_tflops = tf32_mma_peak_tflops(stream.view(), props.multiProcessorCount);
   limits.sgemm_tflops = sgemm_tflops(stream.view(), options.quick);
   std::printf("D2D bandwidth (read + write): %.1f GB/s\n", limits.d2d_gb_per_s);
+  std::printf("memset (write only):          %.1f GB/s (a write-only kernel at best %.0f%% of a "
+              "byte floor)\n",
+              limits.memset_gb_per_s, 100.0 * limits.memset_gb_per_s / limits.d2d_gb_per_s);
   std::printf("FP32 FMA peak (2 FLOPs/FMA):  %.2f TFLOP/s\n", limits.fma_tflops);
   std::printf("TF32 mma.sync peak:           %.2f TFLOP/s (tensor's floor: %.0f MMAs per "
               "product)\n",
