@@ -65,91 +65,98 @@ __device__ __forceinline__ uint32_t insert_byte(uint32_t word, uint32_t byte_bit
   return __byte_perm(word, byte_bits, kSelectors[position]);
 }
 
-// One k of the outer product: acc[r][p] += a[r] * b[p], one fmaf each (the summation order all
-// variants share).
-__device__ __forceinline__ void multiply_add(float (&acc)[kRows][kGroupPixels], const float4& a4,
-                                             const float4 (&b4)[kGroupPixels / 4]) {
-  const float a[kRows] = {a4.x, a4.y, a4.z, a4.w};
-  const float* b = reinterpret_cast<const float*>(b4);
+// Rounds a channel's 16 values into their bytes of the row's interleaved words.
+template <uint32_t kChannels>
+__device__ __forceinline__ void pack_channel(const float (&values)[kGroupPixels], uint32_t channel,
+                                             uint32_t (&words)[kGroupWords<kChannels>]) {
 #pragma unroll
-  for (uint32_t r = 0; r < kRows; ++r) {
-#pragma unroll
-    for (uint32_t p = 0; p < kGroupPixels; ++p) acc[r][p] = fmaf(a[r], b[p], acc[r][p]);
+  for (uint32_t p = 0; p < kGroupPixels; ++p) {
+    const uint32_t byte = p * kChannels + channel;
+    words[byte / 4] =
+        insert_byte(words[byte / 4], detail::round_to_u8_packable(values[p]), byte % 4);
   }
 }
 
-// acc[r][p] += US[row0 + r][k] * V[col0 + p][k] for k = 0 .. rank - 1. `fast`: all 4 rows and
-// 16 columns inside the image and both factors float4-aligned, so plain vector loads suffice.
-__device__ __forceinline__ void accumulate(float (&acc)[kRows][kGroupPixels], const float* us,
-                                           const float* v, uint32_t height, uint32_t width,
-                                           uint32_t rank, uint32_t row0, uint32_t col0,
-                                           bool fast) {
-  if (fast) {
-    const float* us_k = us + row0;
-    const float* v_k = v + col0;
-#pragma unroll 2
-    for (uint32_t k = 0; k < rank; ++k, us_k += height, v_k += width) {
-      const float4 a4 = __ldg(reinterpret_cast<const float4*>(us_k));
-      float4 b4[kGroupPixels / 4];
+// The factors of a thread's 4 rows x 16 pixels at rank 1, all channels, held in registers while
+// the 4 rows are rounded one after the other (60 registers for 3 channels; the general path
+// loads them per row and k instead).
+template <uint32_t kChannels>
+struct RankOneFactors {
+  float4 us[kChannels];                     // rows row0 .. row0 + 3
+  float4 v[kChannels][kGroupPixels / 4];    // columns col0 .. col0 + 15
+
+  __device__ __forceinline__ void load(const ReconstructTask& task, uint32_t height,
+                                       uint32_t width, uint32_t row0, uint32_t col0) {
+    const std::size_t plane = std::size_t{task.rank_kept};
+#pragma unroll
+    for (uint32_t channel = 0; channel < kChannels; ++channel) {
+      const float* us_channel = task.us + channel * height * plane;
+      const float* v_channel = task.v + channel * width * plane;
+      us[channel] = detail::load_four(us_channel, height, 0, task.rank, row0, height,
+                                      detail::vector_aligned(us_channel, height));
+      const bool v_aligned = detail::vector_aligned(v_channel, width);
 #pragma unroll
       for (uint32_t q = 0; q < kGroupPixels / 4; ++q) {
-        b4[q] = __ldg(reinterpret_cast<const float4*>(v_k) + q);
+        v[channel][q] = detail::load_four(v_channel, width, 0, task.rank, col0 + 4 * q, width,
+                                          v_aligned);
       }
-      multiply_add(acc, a4, b4);
     }
-    return;
   }
-  const bool us_aligned = detail::vector_aligned(us, height);
-  const bool v_aligned = detail::vector_aligned(v, width);
-#pragma unroll 1
-  for (uint32_t k = 0; k < rank; ++k) {
-    const float4 a4 = detail::load_four(us, height, k, rank, row0, height, us_aligned);
-    float4 b4[kGroupPixels / 4];
-#pragma unroll
-    for (uint32_t q = 0; q < kGroupPixels / 4; ++q) {
-      b4[q] = detail::load_four(v, width, k, rank, col0 + 4 * q, width, v_aligned);
-    }
-    multiply_add(acc, a4, b4);
-  }
+};
+
+__device__ __forceinline__ float component(const float4& four, uint32_t i) {
+  return i == 0 ? four.x : i == 1 ? four.y : i == 2 ? four.z : four.w;
 }
 
-// The thread's 4 rows x 16 pixels, rounded and interleaved like the output (zeros when inactive).
-template <uint32_t kChannels>
-__device__ __forceinline__ void reconstruct_group(
-    const ReconstructTask& task, uint32_t height, uint32_t width, uint32_t row0, uint32_t col0,
-    bool active, uint32_t (&packed)[kRows][kGroupWords<kChannels>]) {
-  const std::size_t plane = std::size_t{task.rank_kept};
+// Row r (0..3) of the thread's pixels, rounded and interleaved like the output. Per value
+// sum_k US[row][k] * V[col][k], k = 0, 1, ..., rank - 1, one fmaf each from 0: the order all
+// FP32 variants share.
+template <uint32_t kChannels, bool kRankOne>
+__device__ __forceinline__ void reconstruct_row(const ReconstructTask& task, uint32_t height,
+                                                uint32_t width, uint32_t row0, uint32_t col0,
+                                                uint32_t r,
+                                                const RankOneFactors<kChannels>& rank_one,
+                                                uint32_t (&words)[kGroupWords<kChannels>]) {
 #pragma unroll
-  for (uint32_t r = 0; r < kRows; ++r) {
-#pragma unroll
-    for (uint32_t w = 0; w < kGroupWords<kChannels>; ++w) packed[r][w] = 0;
-  }
-  if (!active) return;
-  const bool inside = row0 + kRows <= height && col0 + kGroupPixels <= width;
+  for (uint32_t w = 0; w < kGroupWords<kChannels>; ++w) words[w] = 0;
 #pragma unroll
   for (uint32_t channel = 0; channel < kChannels; ++channel) {
-    const float* us = task.us + channel * height * plane;
-    const float* v = task.v + channel * width * plane;
-    const bool fast =
-        inside && detail::vector_aligned(us, height) && detail::vector_aligned(v, width);
-    float acc[kRows][kGroupPixels] = {};
-    accumulate(acc, us, v, height, width, task.rank, row0, col0, fast);
+    float values[kGroupPixels];
+    if constexpr (kRankOne) {
+      const float a = component(rank_one.us[channel], r);
+      const float* b = reinterpret_cast<const float*>(rank_one.v[channel]);
 #pragma unroll
-    for (uint32_t r = 0; r < kRows; ++r) {
+      for (uint32_t p = 0; p < kGroupPixels; ++p) values[p] = fmaf(a, b[p], 0.0F);
+    } else {
+      const std::size_t plane = std::size_t{task.rank_kept};
+      const float* us = task.us + channel * height * plane;
+      const float* v = task.v + channel * width * plane;
+      const bool v_aligned = detail::vector_aligned(v, width);
+      const uint32_t row = row0 + r;
 #pragma unroll
-      for (uint32_t p = 0; p < kGroupPixels; ++p) {
-        const uint32_t byte = p * kChannels + channel;
-        packed[r][byte / 4] = insert_byte(packed[r][byte / 4],
-                                          detail::round_to_u8_packable(acc[r][p]), byte % 4);
+      for (uint32_t p = 0; p < kGroupPixels; ++p) values[p] = 0.0F;
+#pragma unroll 1
+      for (uint32_t k = 0; k < task.rank; ++k) {
+        const float a = row < height ? __ldg(us + std::size_t{k} * height + row) : 0.0F;
+#pragma unroll
+        for (uint32_t q = 0; q < kGroupPixels / 4; ++q) {
+          const float4 b = detail::load_four(v, width, k, task.rank, col0 + 4 * q, width,
+                                             v_aligned);
+          values[4 * q] = fmaf(a, b.x, values[4 * q]);
+          values[4 * q + 1] = fmaf(a, b.y, values[4 * q + 1]);
+          values[4 * q + 2] = fmaf(a, b.z, values[4 * q + 2]);
+          values[4 * q + 3] = fmaf(a, b.w, values[4 * q + 3]);
+        }
       }
     }
+    pack_channel<kChannels>(values, channel, words);
   }
 }
 
 // Each warp takes 32 consecutive pixel groups (lane = group) per iteration, gridDim.x * 4 warps
 // apart; the grid is sized for kIterations of them, so that on sm_90 the copy engine reads one
 // iteration's staged rows while the warp computes the next (no wait on the critical path).
-template <uint32_t kChannels>
+template <uint32_t kChannels, bool kRankOne>
 __global__ void __launch_bounds__(kThreads)
     fused_reconstruct_rows_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
                                   uint32_t width, uint32_t groups_per_row, uint32_t groups) {
@@ -172,8 +179,8 @@ __global__ void __launch_bounds__(kThreads)
     const bool active = group < groups;  // inactive lanes still take part in the warp's stores
     const uint32_t row0 = active ? group / groups_per_row * kRows : 0;
     const uint32_t col0 = active ? group % groups_per_row * kGroupPixels : 0;
-    uint32_t packed[kRows][kWords];
-    reconstruct_group<kChannels>(task, height, width, row0, col0, active, packed);
+    RankOneFactors<kChannels> rank_one;
+    if constexpr (kRankOne) rank_one.load(task, height, width, row0, col0);
 
 #if SVDSERVE_HAS_BULK_STORE
     detail::wait_bulk_reads();  // the previous iteration's staged rows are free again
@@ -182,6 +189,9 @@ __global__ void __launch_bounds__(kThreads)
     bool whole[kRows];  // row r's 16 pixels go out as C aligned 16-byte chunks
 #pragma unroll
     for (uint32_t r = 0; r < kRows; ++r) {
+      // Computed for inactive lanes too (inside the image at row0 = col0 = 0; never stored).
+      uint32_t packed[kWords];
+      reconstruct_row<kChannels, kRankOne>(task, height, width, row0, col0, r, rank_one, packed);
       const uint32_t row = row0 + r;
       unsigned char* const segment = out + row * row_bytes + std::size_t{col0} * kChannels;
       const bool row_inside = active && row < height;
@@ -195,7 +205,7 @@ __global__ void __launch_bounds__(kThreads)
         for (uint32_t b = 0; b < kWords * 4; ++b) {  // unrolled: `packed` stays in registers
           if (b < bytes) {
             __stwb(segment + b,
-                   static_cast<unsigned char>(__byte_perm(packed[r][b / 4], 0, b % 4)));
+                   static_cast<unsigned char>(__byte_perm(packed[b / 4], 0, b % 4)));
           }
         }
       }
@@ -204,16 +214,16 @@ __global__ void __launch_bounds__(kThreads)
       // 16 * C bytes: conflict-free for odd C, two-way for C = 2 and four-way for C = 4).
 #pragma unroll
       for (uint32_t i = 0; i < kChunks; ++i) {
-        staging.chunk[r][lane * kChunks + i] = make_uint4(
-            packed[r][4 * i], packed[r][4 * i + 1], packed[r][4 * i + 2], packed[r][4 * i + 3]);
+        staging.chunk[r][lane * kChunks + i] =
+            make_uint4(packed[4 * i], packed[4 * i + 1], packed[4 * i + 2], packed[4 * i + 3]);
       }
 #else
       if (whole[r]) {
 #pragma unroll
         for (uint32_t i = 0; i < kChunks; ++i) {
           __stwb(reinterpret_cast<uint4*>(segment) + i,
-                 make_uint4(packed[r][4 * i], packed[r][4 * i + 1], packed[r][4 * i + 2],
-                            packed[r][4 * i + 3]));
+                 make_uint4(packed[4 * i], packed[4 * i + 1], packed[4 * i + 2],
+                            packed[4 * i + 3]));
         }
       }
 #endif
@@ -250,22 +260,24 @@ __global__ void __launch_bounds__(kThreads)
 
 template <uint32_t kChannels>
 void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
-            StreamView stream) {
+            uint32_t max_rank, StreamView stream) {
   const uint32_t groups_per_row = (shape.width + kGroupPixels - 1) / kGroupPixels;
   const uint64_t groups = uint64_t{groups_per_row} * ((shape.height + kRows - 1) / kRows);
   const uint64_t groups_per_block = uint64_t{kThreads} * kIterations;
   const dim3 grid(static_cast<uint32_t>((groups + groups_per_block - 1) / groups_per_block), count);
-  fused_reconstruct_rows_kernel<kChannels><<<grid, kThreads, 0, stream.value()>>>(
-      tasks_device, shape.height, shape.width, groups_per_row, static_cast<uint32_t>(groups));
+  auto* const kernel = max_rank <= 1 ? fused_reconstruct_rows_kernel<kChannels, true>
+                                     : fused_reconstruct_rows_kernel<kChannels, false>;
+  kernel<<<grid, kThreads, 0, stream.value()>>>(tasks_device, shape.height, shape.width,
+                                                groups_per_row, static_cast<uint32_t>(groups));
   SVDSERVE_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
 void launch_fused_rows_u8(const ReconstructTask* tasks_device, uint32_t count,
-                          const ImageShape& shape, StreamView stream) {
+                          const ImageShape& shape, uint32_t max_rank, StreamView stream) {
   dispatch_channels(shape.channels, [&](auto channels) {
-    launch<decltype(channels)::value>(tasks_device, count, shape, stream);
+    launch<decltype(channels)::value>(tasks_device, count, shape, max_rank, stream);
   });
 }
 

@@ -46,7 +46,8 @@ void launch_fused_tensor_u8(const ReconstructTask* tasks_device, uint32_t count,
 [[nodiscard]] uint32_t fused_tensor_rows() noexcept;
 
 // reconstruct_fused_rows.cu: 4 rows x 16 pixels per thread, no shared tile; u8 only.
+// max_rank: the largest task rank (rank 1 has its own specialisation).
 void launch_fused_rows_u8(const ReconstructTask* tasks_device, uint32_t count,
-                          const ImageShape& shape, StreamView stream);
+                          const ImageShape& shape, uint32_t max_rank, StreamView stream);
 
 }  // namespace svdserve::gpu
