@@ -237,11 +237,12 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
 }
 
 // From the H100 runs of svdserve_reconstruct_bench (docs/PERFORMANCE.md, "Kernel"): rows is the
-// fastest u8 variant at k = 1 (57-63 % of the floor against tile128's 46-53 %) and slower from
-// k = 4 on; tensor ties tile128 at k = 8 (within 3 % either way over the five sizes), is slower
-// below and 1.23-1.40x faster from k = 16; tile128 is the fastest in between. A persistent-block
-// variant for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
-constexpr uint32_t kRowsMaxRank = 2;
+// fastest u8 variant at k = 1 (82-91 % of the floor against tile128's 56-68 %), but only rank 1
+// has its fast path (factors in registers): at k = 2 it reaches 23-27 %, tile128 53-63 %. tensor
+// ties tile128 at k = 8 (within 3 % either way over the five sizes), is slower below and
+// 1.23-1.40x faster from k = 16; tile128 is the fastest in between. A persistent-block variant
+// for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
+constexpr uint32_t kRowsMaxRank = 1;
 constexpr uint32_t kTensorMinRank = 8;
 
 FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,

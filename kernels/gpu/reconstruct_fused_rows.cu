@@ -1,26 +1,29 @@
-// Fused reconstruction for small ranks (FusedVariant::rows), u8 output only:
-// out = round_to_u8(US_k V_k^T), each thread writing its pixels straight from registers.
+// Fused reconstruction at rank 1 (FusedVariant::rows), u8 output only:
+// out = round_to_u8(US_k V_k^T), each thread's pixels computed in registers, row by row.
 //
 // Why a third kernel: at k = 1 the reconstruction moves 1 byte per output value and does one FMA
-// for it, so everything besides the FMA counts. tile128 (reconstruct_fused_tile128.cu) spends
-// per value one STS.U8 into its staging tile (2.9-way bank conflicts in Nsight Compute), one F2I
-// (a quarter-rate conversion: at k = 1 it alone needs ~80 % of the time the memory floor allows)
-// and a share of the copy-out. Here:
-//  - no shared tile and no __syncthreads: a thread owns 4 rows x 16 pixels (all channels); 16
-//    pixels are 16 * C bytes, i.e. exactly C aligned 16-byte stores per row for any C;
-//  - factors come straight from global memory (L1/L2: a warp's threads share the U rows and
-//    neighbouring threads the V columns): per k, one float4 of US and four of V feed 64 FMAs;
+// for it, so everything besides the FMA counts; the floor is the bytes, and the time goes to
+// instructions per value and to how many warps hide their latency. Here:
+//  - a thread owns 4 rows x 16 pixels (all channels): at rank 1 its factors (4 US values and 16
+//    V values per channel, 60 registers for three channels) are loaded once into registers and
+//    the rows are computed one after the other, each into C words of interleaved bytes (16
+//    pixels are 16 * C bytes, i.e. C aligned 16-byte chunks for any C);
 //  - rounding without F2I (round_to_u8_packable): FFMA.SAT, FADD.RM, IMNMX, all full or half
-//    rate, and the byte lands in place with one PRMT;
-//  - stores are transposed through a small per-warp buffer so that each STG.128 of a warp writes
-//    512 contiguous bytes; a thread's own 16 * C bytes at a lane stride of 16 * C make every
-//    store instruction touch half sectors only (measured: 52 % of the floor at k = 1 instead of
-//    62 %).
-// Measured on the H100 (svdserve_reconstruct_bench): k = 1: 57-63 % of the floor (tile128
-// 46-53 %); k = 4: 36-39 % (tile128 39-44 %); k = 16: 20 % (tile128 39 %), bound by L1 traffic of
-// the factor loads that tile128 shares through shared memory. So it serves k <= 2 only. One
-// row per thread (75 registers, 24 warps per SM instead of 12) was slower: 40-44 % at k = 1,
-// stalled on the staging round trip with less independent work per warp.
+//    rate, and the byte lands in place with one PRMT: five instructions per value with the FMA;
+//  - 96 registers (__launch_bounds__ asks for 5 blocks of 4 warps per SM): 20 warps per SM;
+//  - on sm_90 each warp stages its rows in shared memory laid out like the output and hands
+//    them to the copy engine (bulk_store.cuh): per row, the lanes' 16 * C bytes form runs of up
+//    to 512 * C contiguous bytes; each warp does two pixel groups, so that the engine reads one
+//    while the warp computes the next. Before sm_90 each thread stores its own C chunks.
+// Other ranks take a general path (the factors loaded per row and k from L1): correct, but at
+// k = 2 already at a quarter of the floor, so automatic picks rows for k = 1 only.
+// Measured on the H100 (svdserve_reconstruct_bench, k = 1, % of the floor): the first version
+// (4 rows accumulated per channel, 166 registers, stores transposed through shared memory by the
+// threads) 57-64 %; its stores through the copy engine alone: no better (54-62 %), while the same
+// kernel without its arithmetic wrote at 100 % of the floor: the arithmetic was the bound
+// (Nsight Compute: 8 instructions per value, 12 warps per SM, 1.5 instructions per cycle);
+// computing row by row from registers (128 registers, 16 warps) 77-87 %; at 96 registers and
+// 20 warps, two groups per warp: 83-91 %. 80 registers (24 warps) spilled and fell to 58-62 %.
 // Summation per output is k = 0, 1, ..., rank - 1, one fmaf each, from 0, like tile64 and
 // tile128: all variants give identical pixels.
 
@@ -42,7 +45,13 @@ using detail::kStoreBytes;
 constexpr uint32_t kGroupPixels = 16;  // a thread's columns
 constexpr uint32_t kRows = 4;          // a thread's rows: one float4 of US per k
 constexpr uint32_t kThreads = 128;
-constexpr uint32_t kIterations = 4;  // pixel groups per thread (see the kernel)
+constexpr uint32_t kIterations = 2;  // pixel groups per thread (see the kernel)
+// 20 warps per SM: <= 102 registers (96 for three channels at rank 1, no spills). The compiler
+// left alone takes 128-168 and 16 or 12 warps: 65-80 % instead of 80-91 % of the floor at k = 1.
+// Four channels would spill at 102 and at 128 registers (80 of them hold the rank-1 factors):
+// 12 warps for them (not measured; the benchmark and most images are three channels).
+template <uint32_t kChannels>
+constexpr int kMinBlocksPerSm = kChannels == 4 ? 3 : 5;
 constexpr uint32_t kWarpSize = 32;
 [[maybe_unused]] constexpr uint32_t kWarps = kThreads / kWarpSize;  // sm_90 only
 [[maybe_unused]] constexpr uint32_t kFullWarp = 0xFFFFFFFFU;  // sm_90 only
@@ -157,7 +166,7 @@ __device__ __forceinline__ void reconstruct_row(const ReconstructTask& task, uin
 // apart; the grid is sized for kIterations of them, so that on sm_90 the copy engine reads one
 // iteration's staged rows while the warp computes the next (no wait on the critical path).
 template <uint32_t kChannels, bool kRankOne>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kChannels>)
     fused_reconstruct_rows_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
                                   uint32_t width, uint32_t groups_per_row, uint32_t groups) {
   constexpr uint32_t kWords = kGroupWords<kChannels>;
