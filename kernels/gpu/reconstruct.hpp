@@ -35,12 +35,13 @@ struct ReconstructTask {
 //             memory: the better choice where the work is mostly rounding and storing (small k);
 //  - tile128: 128 x 128 tiles, 8 x 8 per thread; u8 only (f32 requests run tile64). Fewer
 //             shared loads and syncs per FMA than tile64: the FP32 choice for u8 from k = 3;
-//  - rows:    4 rows x 16 pixels per thread straight from registers, no shared tile; u8 only.
-//             For k of 1 or 2, where rounding and storing cost more than the FMAs;
+//  - rows:    4 rows x 16 pixels per thread computed in registers, no shared tile; u8 only.
+//             For k = 1 (its factors held in registers), where rounding and storing cost more
+//             than the FMAs; other ranks take a slow general path;
 //  - tensor:  128 x 128 tiles on the tensor cores (mma.sync TF32, each product split into
 //             three so the result keeps FP32 accuracy); u8 only. For larger k;
-//  - automatic: by output type and rank (measured fastest): rows for u8 up to rank 2, tile128
-//               for u8 ranks 3 to 7, tensor from 8, tile64 for f32.
+//  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, tile128
+//               for u8 ranks 2 to 7, tensor from 8, tile64 for f32.
 enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor };
 
 [[nodiscard]] const char* fused_variant_name(FusedVariant variant) noexcept;
@@ -49,7 +50,8 @@ enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor };
 [[nodiscard]] FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
                                              uint32_t max_rank) noexcept;
 
-// tasks_device: `count` ReconstructTask in device memory. max_rank: the largest task rank; it
+// tasks_device: `count` ReconstructTask in device memory. max_rank: the largest task rank, and
+// never less than any task's (rows compiles rank 1 apart and runs it when max_rank is 1); it also
 // picks the variant when `variant` is automatic.
 void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
                               const ImageShape& shape, OutputPixels pixels, uint32_t max_rank,

@@ -10,11 +10,13 @@
 //    pixels are 16 * C bytes, i.e. C aligned 16-byte chunks for any C);
 //  - rounding without F2I (round_to_u8_packable): FFMA.SAT, FADD.RM, IMNMX, all full or half
 //    rate, and the byte lands in place with one PRMT: five instructions per value with the FMA;
-//  - 96 registers (__launch_bounds__ asks for 5 blocks of 4 warps per SM): 20 warps per SM;
+//  - 96 registers for up to three channels (__launch_bounds__ asks for 5 blocks of 4 warps per
+//    SM): 20 warps per SM;
 //  - on sm_90 each warp stages its rows in shared memory laid out like the output and hands
 //    them to the copy engine (bulk_store.cuh): per row, the lanes' 16 * C bytes form runs of up
-//    to 512 * C contiguous bytes; each warp does two pixel groups, so that the engine reads one
-//    while the warp computes the next. Before sm_90 each thread stores its own C chunks.
+//    to 512 * C contiguous bytes; each warp does two pixel groups, and waits for the engine to
+//    have read the first group's rows only after loading the second group's factors. Before
+//    sm_90 each thread stores its own C chunks.
 // Other ranks take a general path (the factors loaded per row and k from L1): correct, but at
 // k = 2 already at a quarter of the floor, so automatic picks rows for k = 1 only.
 // Measured on the H100 (svdserve_reconstruct_bench, k = 1, % of the floor): the first version
@@ -32,8 +34,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/bulk_store.cuh"
+#include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 
@@ -99,8 +101,8 @@ struct RankOneFactors {
     const std::size_t plane = std::size_t{task.rank_kept};
 #pragma unroll
     for (uint32_t channel = 0; channel < kChannels; ++channel) {
-      const float* us_channel = task.us + channel * height * plane;
-      const float* v_channel = task.v + channel * width * plane;
+      const float* us_channel = task.us + std::size_t{channel} * height * plane;
+      const float* v_channel = task.v + std::size_t{channel} * width * plane;
       us[channel] = detail::load_four(us_channel, height, 0, task.rank, row0, height,
                                       detail::vector_aligned(us_channel, height));
       const bool v_aligned = detail::vector_aligned(v_channel, width);
@@ -138,8 +140,8 @@ __device__ __forceinline__ void reconstruct_row(const ReconstructTask& task, uin
       for (uint32_t p = 0; p < kGroupPixels; ++p) values[p] = fmaf(a, b[p], 0.0F);
     } else {
       const std::size_t plane = std::size_t{task.rank_kept};
-      const float* us = task.us + channel * height * plane;
-      const float* v = task.v + channel * width * plane;
+      const float* us = task.us + std::size_t{channel} * height * plane;
+      const float* v = task.v + std::size_t{channel} * width * plane;
       const bool v_aligned = detail::vector_aligned(v, width);
       const uint32_t row = row0 + r;
 #pragma unroll
@@ -163,8 +165,9 @@ __device__ __forceinline__ void reconstruct_row(const ReconstructTask& task, uin
 }
 
 // Each warp takes 32 consecutive pixel groups (lane = group) per iteration, gridDim.x * 4 warps
-// apart; the grid is sized for kIterations of them, so that on sm_90 the copy engine reads one
-// iteration's staged rows while the warp computes the next (no wait on the critical path).
+// apart; the grid is sized for kIterations of them. On sm_90 the copy engine reads one
+// iteration's staged rows while the warp loads the next iteration's factors (measured: two
+// iterations beat one, four and eight).
 template <uint32_t kChannels, bool kRankOne>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kChannels>)
     fused_reconstruct_rows_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
