@@ -3,7 +3,9 @@
 # carried (.ci/bundle.sh): the performance issue's four benchmarks, each printing its table and
 # ratio to a limit measured in the same run. Tables go to stdout and $OUT/*.txt, JSON into
 # $OUT/bench-json.tar (the device tool returns at most 8 files).
-#   usage: .ci/device-bench.sh [quick] [only=kernel,pipeline,svd,rsvd,e2e]
+#   usage: .ci/device-bench.sh [quick] [only=kernel,pipeline,svd,rsvd,e2e,e2e-stream]
+# (e2e: unary Reconstruct against Echo; e2e-stream: the same through ReconstructStream, 16 items a
+# stream, as `svdserve-cli run` sends them; not in the default set.)
 set -uo pipefail
 out="${OUT:-/tmp/svdserve-out}"
 mkdir -p "$out/json"
@@ -32,11 +34,13 @@ wants kernel && run reconstruct-bench "$root/bin/svdserve_reconstruct_bench" $qu
 wants pipeline && run pipeline-bench "$root/bin/svdserve_pipeline_bench" $quick --json "$out/json/pipeline.json"
 wants rsvd && run rsvd-bench "$root/bin/svdserve_rsvd_bench" --json "$out/json/rsvd.json"
 wants svd && run svd-bench "$root/bin/svdserve_svd_bench" $quick --images "$SVDSERVE_TEST_IMAGES" --json "$out/json/svd.json"
-if wants e2e; then
+if wants e2e || wants e2e-stream; then
   # e2e_bench.sh expects a build tree; point one at the bundle's binaries.
   fake=/tmp/svdserve-e2e-build && mkdir -p "$fake/client" "$fake/server"
   ln -sf "$root/bin/svdserve-cli" "$fake/client/svdserve-cli"
   ln -sf "$root/bin/svdserve" "$fake/server/svdserve"
-  E2E_DURATION="${E2E_DURATION:-3}" run e2e-bench bash tests/bench/e2e_bench.sh "$fake" "$out/json"
+  wants e2e && E2E_DURATION="${E2E_DURATION:-3}" run e2e-bench bash tests/bench/e2e_bench.sh "$fake" "$out/json"
+  wants e2e-stream && E2E_OP=stream E2E_DURATION="${E2E_DURATION:-3}" \
+    run e2e-stream-bench bash tests/bench/e2e_bench.sh "$fake" "$out/json"
 fi
 tar -C "$out" -cf "$out/bench-json.tar" json && rm -rf "$out/json"

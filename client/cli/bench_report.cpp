@@ -17,6 +17,7 @@ void write_bench_report(JsonWriter& json, const BenchReport& report) {
       .field("elapsed_s", report.elapsed_s)
       .field("requests", report.requests)
       .field("succeeded", report.succeeded)
+      .field("images_per_request", report.images_per_request)
       .field("images_per_second", report.images_per_second());
   json.key("latency_ms")
       .begin_object()

@@ -11,7 +11,7 @@
 namespace svdserve::cli {
 
 struct BenchReport {
-  std::string op;        // reconstruct, compress, decompose, echo
+  std::string op;        // reconstruct, stream, compress, decompose, echo
   std::string server;
   std::string image;     // The local file, if any.
   std::string id;        // The resident image reconstructed, if any.
@@ -24,13 +24,14 @@ struct BenchReport {
   double elapsed_s = 0;  // Of the measured phase.
   std::uint64_t requests = 0;
   std::uint64_t succeeded = 0;
+  std::uint64_t images_per_request = 1;  // stream: the items each call sends through one stream.
   std::map<std::string, std::uint64_t> errors{};  // By status code name.
   std::uint64_t unreachable = 0;                  // Errors that were UNAVAILABLE or DEADLINE_EXCEEDED.
   LatencySummary latency{};                       // Of the successful calls.
 
   [[nodiscard]] std::uint64_t failed() const noexcept { return requests - succeeded; }
   [[nodiscard]] double images_per_second() const noexcept {
-    return elapsed_s > 0 ? static_cast<double>(succeeded) / elapsed_s : 0.0;
+    return elapsed_s > 0 ? static_cast<double>(succeeded * images_per_request) / elapsed_s : 0.0;
   }
 };
 

@@ -1,5 +1,7 @@
 // bench: closed-loop load. C callers, each sending its next request when the previous one is
 // answered, for a duration or a count; then throughput, latency percentiles, errors by code.
+// --op stream: each request is one ReconstructStream of N items (what `run` sends), so images/s
+// counts N per request and the latency is the whole stream's.
 // --op echo and --sweep set the op against Echo with the same message sizes: the transport's
 // limit for those sizes, measured in the same run.
 
@@ -25,6 +27,7 @@ namespace {
 
 constexpr std::chrono::seconds kDefaultDuration{10};
 constexpr std::uint32_t kDefaultBenchRank = 16;
+constexpr std::uint32_t kDefaultStreamItems = 16;
 constexpr std::chrono::seconds kConnectTimeout{10};
 
 // How long each measured run lasts, and what comes before it.
@@ -39,6 +42,7 @@ struct Workload {
   std::string op;
   // Caller c's next call on the given client.
   std::function<grpc::Status(const Client& client, std::size_t caller)> call;
+  std::size_t images_per_call = 1;  // stream: items per stream.
   std::string request_wire;  // A serialized request of this workload: its size, echo's payload.
   std::size_t response_bytes = 0;  // Serialized response size, once known (echo, or after a probe).
   // One unmeasured call; the serialized size of its response. Unset for echo.
@@ -67,6 +71,18 @@ CallResult<std::size_t> response_size(const CallResult<Response>& result) {
   return result->ByteSizeLong();
 }
 
+// One ReconstructStream of items: its own status, else the first item's failure (an item's
+// error travels in its response), else OK.
+grpc::Status stream_status(const Client& client, const std::vector<v1::ReconstructRequest>& items) {
+  grpc::Status first_failure = grpc::Status::OK;
+  grpc::Status status = client.reconstruct_stream(items, [&](std::size_t, v1::ReconstructStreamResponse& response) {
+    if (response.status().code() != 0 && first_failure.ok()) {
+      first_failure = grpc::Status(static_cast<grpc::StatusCode>(response.status().code()), response.status().message());
+    }
+  });
+  return status.ok() ? first_failure : status;
+}
+
 // Runs workload with concurrency callers spread over pool; fills the measured part of report.
 BenchReport measure(const Workload& workload, const ClientPool& pool, std::size_t concurrency,
                     const RunLength& length, BenchReport report) {
@@ -86,6 +102,7 @@ BenchReport measure(const Workload& workload, const ClientPool& pool, std::size_
   report.op = workload.op;
   report.concurrency = concurrency;
   report.connections = std::min(concurrency, pool.size());
+  report.images_per_request = workload.images_per_call;
   report.request_bytes = workload.request_wire.size();
   report.response_bytes = workload.response_bytes;
   add_caller_logs(logs, report);
@@ -109,7 +126,9 @@ void print_text(std::ostream& out, const BenchReport& report, const std::string&
   if (report.op == "echo") out << " sized like " << imitated_op;
   if (imitated_op != "decompose") out << ": rank " << report.rank << ", " << report.format;
   out << ", concurrency " << report.concurrency << ", " << fixed_text(report.elapsed_s, 2) << " s\n"
-      << "requests   " << report.requests << " (" << report.succeeded << " ok, " << report.failed() << " failed)\n"
+      << "requests   " << report.requests << " (" << report.succeeded << " ok, " << report.failed() << " failed)";
+  if (report.images_per_request > 1) out << ", each a stream of " << report.images_per_request << " images";
+  out << '\n'
       << "images/s   " << fixed_text(report.images_per_second(), 1) << '\n';
   if (report.response_bytes > 0) {
     out << "bytes      request " << report.request_bytes << ", response " << report.response_bytes << '\n';
@@ -159,11 +178,17 @@ std::vector<std::size_t> sweep_from(const ParsedArgs& args) {
 
 int run_bench(CommandContext& context, const ParsedArgs& args) {
   const std::string op = args.value_or("op", "reconstruct");
-  if (op != "reconstruct" && op != "compress" && op != "decompose" && op != "echo") {
-    throw UsageError("--op expects reconstruct, compress, decompose or echo");
+  if (op != "reconstruct" && op != "stream" && op != "compress" && op != "decompose" && op != "echo") {
+    throw UsageError("--op expects reconstruct, stream, compress, decompose or echo");
   }
-  // echo imitates a reconstruct of the same image, rank and format.
-  const std::string real_op = op == "echo" ? "reconstruct" : op;
+  // echo imitates a reconstruct of the same image, rank and format; stream sends reconstructs.
+  const std::string real_op = op == "echo" || op == "stream" ? "reconstruct" : op;
+  std::uint32_t stream_items = kDefaultStreamItems;
+  if (const auto text = args.value("stream-items")) {
+    if (op != "stream") throw UsageError("--stream-items applies to --op stream");
+    stream_items = parse_uint32(*text, "--stream-items");
+    if (stream_items == 0) throw UsageError("--stream-items must be at least 1");
+  }
   const auto sweep = sweep_from(args);
   if (!sweep.empty() && op == "echo") throw UsageError("--sweep runs echo beside --op; give reconstruct, compress or decompose");
   if (!sweep.empty() && args.has("concurrency")) throw UsageError("give --sweep or --concurrency, not both");
@@ -171,7 +196,7 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
   auto id = args.value("id");
   if (real_op == "reconstruct" && !image && !id) throw UsageError("bench " + op + " needs --image FILE or --id ID");
   if (real_op != "reconstruct" && !image) throw UsageError("bench " + op + " needs --image FILE");
-  if (real_op != "reconstruct" && id) throw UsageError("--id applies to --op reconstruct and echo");
+  if (real_op != "reconstruct" && id) throw UsageError("--id applies to --op reconstruct, stream and echo");
   std::uint32_t rank = kDefaultBenchRank;
   if (const auto text = args.value("rank")) rank = parse_uint32(*text, "--rank");
   if (rank == 0) throw UsageError("--rank must be at least 1");
@@ -225,6 +250,12 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
     workload.request_wire = request->SerializeAsString();
     workload.call = [request](const Client& on, std::size_t) { return on.reconstruct(*request).status(); };
     workload.probe = [request](const Client& on) { return response_size(on.reconstruct(*request)); };
+    if (op == "stream") {
+      workload.op = "stream";
+      workload.images_per_call = stream_items;
+      workload.call = [items = std::make_shared<const std::vector<v1::ReconstructRequest>>(stream_items, *request)](
+                          const Client& on, std::size_t) { return stream_status(on, *items); };
+    }
   } else if (real_op == "compress") {
     auto request = std::make_shared<v1::CompressRequest>();
     request->mutable_image()->set_encoded(encoded);
@@ -319,13 +350,16 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
 std::vector<Command> bench_commands() {
   return {Command{
       .name = "bench",
-      .synopsis = "[--op reconstruct|compress|decompose|echo] (--image FILE | --id ID) [--rank K]\n"
+      .synopsis = "[--op reconstruct|stream|compress|decompose|echo] (--image FILE | --id ID) [--rank K]\n"
+                  "       [--stream-items N]\n"
                   "       [--concurrency C | --sweep C1,C2,...] [--connections N] [--duration SECONDS | --count N]\n"
                   "       [--warmup N] [--format png|u8|f32] [--json FILE]",
       .summary = "closed-loop load: C callers back to back; images/s, latency percentiles, errors",
       .options = {{"op", "OP",
-                   "reconstruct (default), compress, decompose, or echo: the transport alone, with the sizes of "
-                   "the reconstruct these options describe"},
+                   "reconstruct (default), stream (reconstructs through ReconstructStream, as `run` sends them), "
+                   "compress, decompose, or echo: the transport alone, with the sizes of the reconstruct these "
+                   "options describe"},
+                  {"stream-items", "N", "stream: reconstructs per stream, i.e. per request (default 16)"},
                   {"image", "FILE", "the image to send (reconstruct: decomposed first as bench-<stem>)"},
                   {"id", "ID", "reconstruct an image already on the server instead"},
                   {"rank", "K", "rank of each reconstruction (default 16)"},

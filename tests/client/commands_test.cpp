@@ -190,6 +190,31 @@ TEST_F(Commands, BenchDecomposeUsesOneIdPerCaller) {
   EXPECT_EQ(server_.service().image_count(), 0u);
 }
 
+TEST_F(Commands, BenchStreamSendsItsItemsThroughOneStreamPerRequest) {
+  const auto outcome = run({"bench", "--op", "stream", "--image", (root_ / "in" / "a.png").string(), "--rank", "2",
+                            "--count", "6", "--stream-items", "4", "--concurrency", "2", "--json", "-"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "\"op\": \"stream\"")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"succeeded\": 6")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"images_per_request\": 4")) << outcome.out;
+  EXPECT_EQ(server_.service().image_count(), 0u);  // bench-a was deleted.
+}
+
+TEST_F(Commands, BenchStreamCountsAFailedItemAsAFailedRequest) {
+  // Rank 99 is above what the fake keeps: every item is answered INVALID_ARGUMENT in its response.
+  const auto outcome = run({"bench", "--op", "stream", "--image", (root_ / "in" / "a.png").string(), "--rank", "99",
+                            "--count", "3", "--stream-items", "2", "--json", "-"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.out, "\"INVALID_ARGUMENT\": 3")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"succeeded\": 0")) << outcome.out;
+}
+
+TEST_F(Commands, BenchStreamItemsNeedTheStreamOp) {
+  const auto outcome = run({"bench", "--image", (root_ / "in" / "a.png").string(), "--stream-items", "4"});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_TRUE(contains(outcome.err, "--stream-items applies to --op stream")) << outcome.err;
+}
+
 TEST_F(Commands, BenchEchoIsSizedLikeTheReconstruction) {
   // a.png is 6x4x3: a u8 reconstruction carries 72 pixel bytes, so echo asks for about as many.
   const auto outcome = run({"bench", "--op", "echo", "--image", (root_ / "in" / "a.png").string(), "--rank", "2",

@@ -109,5 +109,23 @@ TEST_F(BenchSweepTest, SweepsReconstructAgainstEchoOfTheSameSizes) {
   EXPECT_EQ(occurrences, 1u + 2u * 2u) << json;  // The header and both runs of both rows.
 }
 
+// The stream op against the real server: each request is one ReconstructStream of 3 items, and
+// the echo beside it is sized like one item's answer.
+TEST_F(BenchSweepTest, SweepsStreamAgainstEchoOfOneItem) {
+  start();
+  const std::string image = std::string(svdserve::test::test_images_dir()) + "/baboon.jpg";
+  const auto result = run_process(svdserve::test::cli_binary(),
+                                  {"--server", target(), "bench", "--op", "stream", "--stream-items", "3", "--image",
+                                   image, "--rank", "8", "--max-rank", "16", "--sweep", "1,2", "--count", "4",
+                                   "--json", "-"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const std::string& json = result.out;
+  EXPECT_NE(json.find("\"op\": \"stream\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"op\": \"echo\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"images_per_request\": 3"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"succeeded\": 4"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"succeeded\": 0"), std::string::npos) << json;
+}
+
 }  // namespace
 }  // namespace svdserve::testing
