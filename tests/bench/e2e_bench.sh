@@ -9,7 +9,8 @@
 # Env: E2E_SWEEP (1,2,4,8,16,32,64), E2E_DURATION seconds per run (5), E2E_WARMUP requests
 # before each run (128), E2E_RANK (16), E2E_BACKEND (auto), SVDSERVE_PORT (50061),
 # E2E_SERVER_ARGS (extra server flags, e.g. "--max-queue-delay-us 0"), E2E_OP (reconstruct, or
-# stream: ReconstructStream of E2E_STREAM_ITEMS (16) per request, what `svdserve-cli run` sends).
+# stream: ReconstructStream of E2E_STREAM_ITEMS (16) per request, what `svdserve-cli run` sends;
+# keep C x N within the server's queue, 256 by default, or items fail with RESOURCE_EXHAUSTED).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -52,11 +53,14 @@ else
   echo "e2e_bench: no python3, so no 256² and 1024² images; only the 512² sample" >&2
 fi
 
+# A run with failed calls (e.g. RESOURCE_EXHAUSTED when C streams of N items hold more than the
+# server's queue) still reports them; the other sizes still run, and the exit status says so.
+status=0
 for image in "${images[@]}"; do
   name="$(basename "${image%.*}")"
   echo
   "${cli[@]}" bench "${op_args[@]}" --image "$image" --rank "$rank" --sweep "$sweep" \
-    --duration "$duration" --warmup "$warmup" --json "$out/e2e_${op}_$name.json"
+    --duration "$duration" --warmup "$warmup" --json "$out/e2e_${op}_$name.json" || status=$?
 done
 
 # One line per size: peak images/s of each, their ratio, and the best per-concurrency ratio.
@@ -78,3 +82,4 @@ for path in sys.argv[1:]:
     print(line)
 PY
 fi
+exit $status
