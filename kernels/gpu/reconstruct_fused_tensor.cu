@@ -10,10 +10,10 @@
 // not kept.
 //
 // Accuracy: TF32 keeps 10 of FP32's 23 mantissa bits, which would move a u8 pixel by a level in
-// a few percent of the values. So each factor value x is split into big = tf32(x) and
-// small = tf32(x - big) (split_tf32), and each product is big*big + big*small + small*big (the
-// "3xTF32" of CUTLASS): products good to ~21 bits (the dropped small*small and the rounding of
-// the small parts), well under 0.1 level for u8 at any rank. The summation order differs from
+// a few percent of the values. So each factor value x is split into big (x truncated to TF32)
+// and small = x - big (split_tf32), and each product is big*big + big*small + small*big (the
+// "3xTF32" of CUTLASS): products good to ~2^-18.5 of their size (the dropped small*small and the
+// truncation of the small parts), well under 0.1 level for u8 at any rank. The summation order differs from
 // the FP32 kernels, so a pixel may differ by one level at a .5 boundary, as between the FP32
 // kernels and cuBLAS.
 //
@@ -87,7 +87,7 @@ constexpr std::size_t shared_bytes() {
 }
 
 // One MMA k-step (k0 .. k0 + 7 of the slice) of the warp's patch (fragment layouts: mma_tf32).
-// Each operand is split as it is loaded (split_tf32: four instructions). Three MMAs per tile,
+// Each operand is split as it is loaded (split_tf32: two instructions). Three MMAs per tile,
 // the small terms first (CUTLASS's order), pass by pass over the four tiles of a row so that the
 // three MMAs into one accumulator (each waits for the one before) have three independent ones
 // between them.

@@ -12,26 +12,25 @@ namespace svdserve::gpu::detail {
 // FLOPs of one mma_tf32: 16 x 8 outputs, k = 8, a multiply and an add each.
 inline constexpr double kMmaTf32Flops = 2.0 * 16 * 8 * 8;
 
-// x = big + small + (<= 2^-22 |x|), big and small TF32 operands. TF32 keeps the top 10 mantissa
-// bits; rounding to nearest (ties away from zero) is adding half a TF32 ulp (0x1000) to the bits:
-// big is that with the 13 low bits cleared, so that x - big is exact in FP32. small keeps its low
-// bits after the add: the MMA ignores them. That is observed behaviour (checked on the H100, and
-// what CUTLASS's round_half_ulp_truncate relies on), not documented: NVIDIA leaves TF32's
-// precision bits unspecified; were they rounded instead, small's error would grow to ~2^-21 |x|.
-// Four integer/FP32 instructions, where cvt.rna.tf32.f32 compiles to more on sm_90 (it handles
-// NaN and infinity). Finite x only (the factors are checked at decompose); the add can carry into
-// the exponent, which is the correct rounding up.
+// x = big + small exactly, both fed to the MMA as TF32 operands. big is x with its 13 low mantissa
+// bits cleared (TF32 keeps the top 10): |x - big| < 2^-10 |x|, and small = x - big is exact in
+// FP32. The MMA reads small's top 10 mantissa bits only (it truncates; were it to round, the
+// error would halve): < 2^-20 |x| lost. With the dropped small*small term, each product is good to
+// ~3 * 2^-20 of its size, far under a level for u8. Two instructions (a mask and a subtract), on
+// the path from each fragment's shared load to its MMAs. Rounding big to nearest first
+// ((bits + 0x1000) & mask, and small's bits + 0x1000: ~2^-22) costs two more, and at k >= 64 the
+// kernel ran 9-11 % slower with them (docs/PERFORMANCE.md). cvt.rna.tf32.f32 is more still on
+// sm_90 (it handles NaN and infinity). Finite x only (the factors are checked at decompose).
 struct SplitTf32 {
   uint32_t big;
   uint32_t small;
 };
 
 [[nodiscard]] __device__ __forceinline__ SplitTf32 split_tf32(float x) {
-  constexpr uint32_t kHalfUlp = 0x1000U;
   constexpr uint32_t kTf32Mask = 0xFFFFE000U;
-  const uint32_t big = (__float_as_uint(x) + kHalfUlp) & kTf32Mask;
+  const uint32_t big = __float_as_uint(x) & kTf32Mask;
   const float small = x - __uint_as_float(big);
-  return {big, __float_as_uint(small) + kHalfUlp};
+  return {big, __float_as_uint(small)};
 }
 
 // d += a * b for one 16 x 8 tile, k = 8, in the PTX fragment layouts (g = lane / 4, t = lane % 4):
