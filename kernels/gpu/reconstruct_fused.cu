@@ -237,10 +237,10 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
 }
 
 // From the H100 runs of svdserve_reconstruct_bench (docs/PERFORMANCE.md, "Kernel"): rows is the
-// fastest u8 variant at k = 1 (82-91 % of the floor against tile128's 56-68 %), but only rank 1
+// fastest u8 variant at k = 1 (81-92 % of the floor against tile128's 56-68 %), but only rank 1
 // has its fast path (factors in registers): at k = 2 it reaches 23-27 %, tile128 53-63 %. tensor
-// ties tile128 at k = 8 (within 3 % either way over the five sizes), is slower below and
-// 1.23-1.40x faster from k = 16; tile128 is the fastest in between. A persistent-block variant
+// ties tile128 at k = 6 (within 6 % either way over the five sizes), is 6-13 % faster at k = 8,
+// 1.36-1.54x from k = 16, and slower below 6; tile128 is the fastest in between. A persistent-block variant
 // for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
 constexpr uint32_t kRowsMaxRank = 1;
 constexpr uint32_t kTensorMinRank = 8;

@@ -30,9 +30,9 @@
 //  - each channel's accumulators are rounded (round_to_u8_packable: no F2I) into the staging tile
 //    that tile128 uses, and after the last channel the tile is copied out with 16-byte stores.
 // Ranks are padded with zeros to whole slices (load_four reads nothing at k >= rank), so small
-// ranks waste MMAs: automatic picks this kernel from k = 8, where it ties tile128 on the H100
-// and beyond which it is faster. It is latency-bound (fragments are loaded and split right
-// before their MMAs), not bound by the tensor pipe.
+// ranks waste MMAs: automatic picks this kernel from k = 8 (it ties tile128 at k = 6 on the H100
+// and is faster beyond). It is latency-bound (fragments are loaded and split right before their
+// MMAs), not bound by the tensor pipe.
 
 #include <cuda_runtime.h>
 
