@@ -37,7 +37,11 @@ class OrderedResponses {
   [[nodiscard]] bool idle() const noexcept {
     return outstanding_ == 0 && ready_.empty() && !write_in_flight_;
   }
+  // Results not yet delivered.
   [[nodiscard]] uint64_t outstanding() const noexcept { return outstanding_; }
+  // Reserved and not yet written: the answers the stream holds (computing, waiting, or being
+  // written).
+  [[nodiscard]] uint64_t unwritten() const noexcept { return next_sequence_ - next_write_; }
 
  private:
   Response* next_to_write() {

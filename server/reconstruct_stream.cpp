@@ -4,6 +4,7 @@
 // (reconstruct_response_encoder.hpp).
 
 #include <algorithm>
+#include <deque>
 #include <mutex>
 #include <set>
 
@@ -16,9 +17,19 @@
 namespace svdserve {
 namespace {
 
-// Jobs one stream may have in the pipeline before it stops reading: a fast client cannot fill
-// the server's queues alone, and memory per stream stays bounded.
-constexpr uint64_t kMaxInFlightPerStream = 64;
+// Answers one stream may hold before it stops reading requests: in the pipeline, done and
+// waiting for their turn, or being written. Counting until written (not until computed) keeps a
+// client that reads slowly, or not at all, from making the server hold its answers without
+// limit; a fast client cannot fill the server's queues alone either. By count and by pixel
+// bytes; one answer is always allowed, however large.
+constexpr uint64_t kMaxUnwrittenPerStream = 64;
+constexpr uint64_t kMaxUnwrittenBytesPerStream = uint64_t{64} << 20;
+
+// The pixel bytes a reconstruction will answer with (PNG: at most about the raw u8 size).
+uint64_t answer_bytes(const Job& job) {
+  const uint64_t values = job.factors->shape().values();
+  return job.format == v1::OUTPUT_FORMAT_RAW_F32 ? values * sizeof(float) : values;
+}
 
 class ReconstructStreamReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
@@ -39,10 +50,17 @@ class ReconstructStreamReactor final
     {
       std::lock_guard lock(mutex_);
       sequence = responses_.reserve();
+      unwritten_answer_bytes_.push_back(0);  // until the job says (a failure answers no pixels)
     }
     try {
       JobPtr job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_));
       job->pixels_in_pool = true;
+      {
+        std::lock_guard lock(mutex_);
+        const uint64_t bytes = answer_bytes(*job);
+        unwritten_answer_bytes_[sequence - written_] = bytes;
+        unwritten_bytes_ += bytes;
+      }
       job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
         grpc::ByteBuffer response;
         try {
@@ -60,7 +78,7 @@ class ReconstructStreamReactor final
       deliver(sequence, failure(to_status(std::current_exception())));
     }
     std::lock_guard lock(mutex_);
-    if (responses_.outstanding() < kMaxInFlightPerStream) {
+    if (may_read()) {
       StartRead(&request_);
     } else {
       read_paused_ = true;
@@ -70,7 +88,12 @@ class ReconstructStreamReactor final
   void OnWriteDone(bool ok) override {
     std::unique_lock lock(mutex_);
     if (!ok) client_gone_ = true;
-    write_next(lock, responses_.written());
+    grpc::ByteBuffer* next = mark_written();
+    if (read_paused_ && may_read() && !reads_done_ && !client_gone_) {
+      read_paused_ = false;
+      StartRead(&request_);
+    }
+    write_next(lock, next);
   }
 
   void OnCancel() override {
@@ -94,17 +117,28 @@ class ReconstructStreamReactor final
 
   void deliver(uint64_t sequence, grpc::ByteBuffer response) {
     std::unique_lock lock(mutex_);
-    grpc::ByteBuffer* next = responses_.deliver(sequence, std::move(response));
-    if (read_paused_ && responses_.outstanding() < kMaxInFlightPerStream && !reads_done_) {
-      read_paused_ = false;
-      StartRead(&request_);
-    }
-    write_next(lock, next);
+    write_next(lock, responses_.deliver(sequence, std::move(response)));
+  }
+
+  // Whether to read another request (the caller holds mutex_): see kMaxUnwrittenPerStream.
+  [[nodiscard]] bool may_read() const {
+    const uint64_t unwritten = responses_.unwritten();
+    return unwritten == 0 ||
+           (unwritten < kMaxUnwrittenPerStream && unwritten_bytes_ < kMaxUnwrittenBytesPerStream);
+  }
+
+  // The write in flight is done (or dropped): its bytes no longer count. Returns the next to
+  // write.
+  grpc::ByteBuffer* mark_written() {
+    unwritten_bytes_ -= unwritten_answer_bytes_.front();
+    unwritten_answer_bytes_.pop_front();
+    ++written_;
+    return responses_.written();
   }
 
   // Starts the write of `next` (or drops it when the client is gone), then checks for the end.
   void write_next(std::unique_lock<std::mutex>& lock, grpc::ByteBuffer* next) {
-    while (next != nullptr && client_gone_) next = responses_.written();
+    while (next != nullptr && client_gone_) next = mark_written();
     if (next != nullptr) {
       StartWrite(next);
       return;
@@ -127,6 +161,10 @@ class ReconstructStreamReactor final
 
   std::mutex mutex_;
   OrderedResponses<grpc::ByteBuffer> responses_;  // guarded by mutex_
+  // Pixel bytes of each unwritten answer, from sequence written_ on, and their sum.
+  std::deque<uint64_t> unwritten_answer_bytes_;   // guarded by mutex_
+  uint64_t unwritten_bytes_ = 0;                  // guarded by mutex_
+  uint64_t written_ = 0;                          // guarded by mutex_
   bool reads_done_ = false;                       // guarded by mutex_
   bool read_paused_ = false;                      // guarded by mutex_
   bool client_gone_ = false;                      // guarded by mutex_

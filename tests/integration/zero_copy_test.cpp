@@ -184,6 +184,55 @@ TEST_F(ZeroCopyTest, ReconstructStreamAnswersAsReconstructBatch) {
   expect_all_returned_after_shutdown();
 }
 
+// A client that sends many requests and reads nothing: the stream stops reading requests once
+// it holds 64 unwritten answers, so what waits for the client stays bounded (before, it counted
+// only answers still computing and held every finished one); once the client reads, every answer
+// comes, in order.
+TEST_F(ZeroCopyTest, AStreamThatIsNotReadHoldsABoundedNumberOfAnswers) {
+  start();
+  decompose("baboon.jpg");
+  constexpr std::size_t kAnswerBytes = 512 * 512 * 3;  // baboon.jpg as RAW_U8
+  constexpr std::size_t kHeldAtMost = 64 + 4;  // the stream's limit, and a few being sent
+  constexpr int kRequests = 300;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 60s);
+  const auto stream = client_->stub().ReconstructStream(&context);
+  for (int i = 0; i < kRequests; ++i) {
+    const auto rank = Rank{static_cast<uint32_t>(1 + i % 2)};
+    ASSERT_TRUE(stream->Write(request_for("baboon.jpg", rank, v1::OUTPUT_FORMAT_RAW_U8)));
+  }
+  // Until the server has done what it will do without the client reading: no change for 300 ms.
+  std::size_t held = 0;
+  for (auto quiet_since = std::chrono::steady_clock::now(),
+            give_up = quiet_since + 15s;
+       std::chrono::steady_clock::now() < give_up;) {
+    std::this_thread::sleep_for(20ms);
+    const std::size_t now_held = server_->host_buffer_stats().in_use_bytes;
+    if (now_held != held) {
+      held = now_held;
+      quiet_since = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - quiet_since > 300ms) {
+      break;
+    }
+  }
+  EXPECT_GT(held, 0u) << "no answer is waiting: the test did not hold the stream up";
+  EXPECT_LE(held, kHeldAtMost * kAnswerBytes) << held / kAnswerBytes << " answers held";
+
+  ASSERT_TRUE(stream->WritesDone());
+  v1::ReconstructStreamResponse answer;
+  int received = 0;
+  while (stream->Read(&answer)) {
+    ASSERT_EQ(answer.status().code(), 0) << answer.status().message();
+    EXPECT_EQ(answer.result().rank(), static_cast<uint32_t>(1 + received % 2)) << received;
+    EXPECT_EQ(answer.result().pixels().size(), kAnswerBytes);
+    ++received;
+  }
+  const grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(received, kRequests);
+  expect_all_returned_after_shutdown();
+}
+
 TEST_F(ZeroCopyTest, MalformedRequestBytesAreInvalidArgumentAndTheServerGoesOn) {
   start();
   decompose("baboon.jpg");

@@ -43,6 +43,21 @@ TEST(OrderedResponses, OutOfOrderResultsAreWrittenInRequestOrder) {
   EXPECT_TRUE(responses.idle());
 }
 
+TEST(OrderedResponses, UnwrittenCountsUntilTheWriteFinishes) {
+  OrderedResponses<std::string> responses;
+  (void)responses.reserve();
+  (void)responses.reserve();
+  EXPECT_EQ(responses.unwritten(), 2u);
+  ASSERT_NE(responses.deliver(0, "a"), nullptr);
+  EXPECT_EQ(responses.outstanding(), 1u);
+  EXPECT_EQ(responses.unwritten(), 2u) << "delivered is not written";
+  EXPECT_EQ(responses.written(), nullptr);
+  EXPECT_EQ(responses.unwritten(), 1u);
+  ASSERT_NE(responses.deliver(1, "b"), nullptr);
+  EXPECT_EQ(responses.written(), nullptr);
+  EXPECT_EQ(responses.unwritten(), 0u);
+}
+
 TEST(OrderedResponses, OnlyOneWriteIsInFlight) {
   OrderedResponses<std::string> responses;
   (void)responses.reserve();
