@@ -78,6 +78,7 @@ class ReconstructStreamReactor final
       deliver(sequence, failure(to_status(std::current_exception())));
     }
     std::lock_guard lock(mutex_);
+    if (finished_ || client_gone_) return;  // the failure above may have ended the call
     if (may_read()) {
       StartRead(&request_);
     } else {
@@ -89,7 +90,7 @@ class ReconstructStreamReactor final
     std::unique_lock lock(mutex_);
     if (!ok) client_gone_ = true;
     grpc::ByteBuffer* next = mark_written();
-    if (read_paused_ && may_read() && !reads_done_ && !client_gone_) {
+    if (read_paused_ && may_read() && !client_gone_) {
       read_paused_ = false;
       StartRead(&request_);
     }
@@ -146,13 +147,17 @@ class ReconstructStreamReactor final
     maybe_finish(lock);
   }
 
-  void maybe_finish(std::unique_lock<std::mutex>&) {
+  // Finish goes after the unlock, and the callers touch nothing after this: from a pipeline
+  // thread (deliver), Finish may let gRPC run OnDone, which deletes this, at once.
+  void maybe_finish(std::unique_lock<std::mutex>& lock) {
     if (finished_ || !responses_.idle()) return;
     if (!reads_done_ && !client_gone_) return;
     finished_ = true;
     final_status_ = client_gone_ ? grpc::Status(grpc::StatusCode::CANCELLED, "client went away")
                                  : grpc::Status::OK;
-    Finish(final_status_);
+    const grpc::Status status = final_status_;
+    lock.unlock();
+    Finish(status);
   }
 
   SvdService& service_;
@@ -235,11 +240,14 @@ class ReconstructProgressiveReactor final
     if (responses_.idle()) finish_with(lock, error_);
   }
 
-  void finish_with(std::unique_lock<std::mutex>&, const grpc::Status& status) {
+  // As ReconstructStreamReactor::maybe_finish: Finish after the unlock, nothing touched after.
+  void finish_with(std::unique_lock<std::mutex>& lock, const grpc::Status& status) {
     if (finished_) return;
     finished_ = true;
     error_ = status;
-    Finish(status);
+    const grpc::Status final_status = status;
+    lock.unlock();
+    Finish(final_status);
   }
 
   SvdService& service_;
