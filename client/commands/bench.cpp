@@ -248,13 +248,15 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
     request->set_rank(rank);
     request->set_format(format);
     workload.request_wire = request->SerializeAsString();
-    workload.call = [request](const Client& on, std::size_t) { return on.reconstruct(*request).status(); };
+    // The probe (one item's answer) sizes echo for stream too.
     workload.probe = [request](const Client& on) { return response_size(on.reconstruct(*request)); };
     if (op == "stream") {
       workload.op = "stream";
       workload.images_per_call = stream_items;
       workload.call = [items = std::make_shared<const std::vector<v1::ReconstructRequest>>(stream_items, *request)](
                           const Client& on, std::size_t) { return stream_status(on, *items); };
+    } else {
+      workload.call = [request](const Client& on, std::size_t) { return on.reconstruct(*request).status(); };
     }
   } else if (real_op == "compress") {
     auto request = std::make_shared<v1::CompressRequest>();

@@ -25,7 +25,7 @@
 // kernel without its arithmetic wrote at 100 % of the floor: the arithmetic was the bound
 // (Nsight Compute: 8 instructions per value, 12 warps per SM, 1.5 instructions per cycle);
 // computing row by row from registers (128 registers, 16 warps) 77-87 %; at 96 registers and
-// 20 warps, two groups per warp: 83-91 %. 80 registers (24 warps) spilled and fell to 58-62 %.
+// 20 warps, two groups per warp: 81-92 % (docs/PERFORMANCE.md, "Kernel"). 80 registers (24 warps) spilled and fell to 58-62 %.
 // Summation per output is k = 0, 1, ..., rank - 1, one fmaf each, from 0, like tile64 and
 // tile128: all variants give identical pixels.
 
@@ -49,7 +49,7 @@ constexpr uint32_t kRows = 4;          // a thread's rows: one float4 of US per 
 constexpr uint32_t kThreads = 128;
 constexpr uint32_t kIterations = 2;  // pixel groups per thread (see the kernel)
 // 20 warps per SM: <= 102 registers (96 for three channels at rank 1, no spills). The compiler
-// left alone takes 128-168 and 16 or 12 warps: 65-80 % instead of 80-91 % of the floor at k = 1.
+// left alone takes 128-168 and 16 or 12 warps: 65-87 % instead of 81-92 % of the floor at k = 1.
 // Four channels would spill at 102 and at 128 registers (80 of them hold the rank-1 factors):
 // 12 warps for them (not measured; the benchmark and most images are three channels).
 template <uint32_t kChannels>
