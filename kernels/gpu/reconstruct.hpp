@@ -40,11 +40,18 @@ struct ReconstructTask {
 //             than the FMAs; other ranks take a slow general path;
 //  - tensor:  128 x 128 tiles on the tensor cores (mma.sync TF32, each product split into
 //             three so the result keeps FP32 accuracy); u8 only. For larger k;
+//  - wgmma:   tensor's tiles and arithmetic on Hopper's asynchronous warpgroup MMA (operands
+//             split once into shared memory, the MMAs running while the warps write the next
+//             slice); u8 only, sm_90 devices only (elsewhere it runs tensor);
 //  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, tile128
 //               for u8 ranks 2 to 7, tensor from 8, tile64 for f32.
-enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor };
+enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor, wgmma };
 
 [[nodiscard]] const char* fused_variant_name(FusedVariant variant) noexcept;
+
+// Whether the current device runs FusedVariant::wgmma (compute capability 9.0; the kernel is
+// built for sm_90a). False without a device.
+[[nodiscard]] bool fused_wgmma_supported() noexcept;
 
 // The variant a launch with these arguments runs (never automatic).
 [[nodiscard]] FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,

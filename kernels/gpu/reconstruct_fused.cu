@@ -232,6 +232,7 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
     case FusedVariant::tile128: return "tile128";
     case FusedVariant::rows: return "rows";
     case FusedVariant::tensor: return "tensor";
+    case FusedVariant::wgmma: return "wgmma";
   }
   return "unknown";
 }
@@ -253,6 +254,8 @@ FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
     case FusedVariant::tile128:
     case FusedVariant::rows:
     case FusedVariant::tensor: return requested;
+    case FusedVariant::wgmma:
+      return fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
     case FusedVariant::automatic: break;
   }
   if (max_rank <= kRowsMaxRank) return FusedVariant::rows;
@@ -266,6 +269,7 @@ void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t coun
   const FusedVariant chosen = fused_variant_for(variant, pixels, max_rank);
   const uint32_t tile_rows = chosen == FusedVariant::tile128  ? fused_tile128_rows()
                              : chosen == FusedVariant::tensor ? fused_tensor_rows()
+                             : chosen == FusedVariant::wgmma  ? fused_wgmma_rows()
                                                               : fused_tile64_rows();
   const uint32_t row_tiles = (shape.height + tile_rows - 1) / tile_rows;
   if (count > kMaxGridYZ || row_tiles > kMaxGridYZ) {
@@ -276,6 +280,8 @@ void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t coun
     launch_fused_tile128_u8(tasks_device, count, shape, stream);
   } else if (chosen == FusedVariant::tensor) {
     launch_fused_tensor_u8(tasks_device, count, shape, stream);
+  } else if (chosen == FusedVariant::wgmma) {
+    launch_fused_wgmma_u8(tasks_device, count, shape, stream);
   } else if (chosen == FusedVariant::rows) {
     launch_fused_rows_u8(tasks_device, count, shape, max_rank, stream);
   } else {

@@ -45,6 +45,11 @@ void launch_fused_tensor_u8(const ReconstructTask* tasks_device, uint32_t count,
                             const ImageShape& shape, StreamView stream);
 [[nodiscard]] uint32_t fused_tensor_rows() noexcept;
 
+// reconstruct_fused_wgmma.cu: tensor's tiles on wgmma; sm_90 only (fused_wgmma_supported).
+void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
+                           const ImageShape& shape, StreamView stream);
+[[nodiscard]] uint32_t fused_wgmma_rows() noexcept;
+
 // reconstruct_fused_rows.cu: 4 rows x 16 pixels per thread, no shared tile; u8 only.
 // max_rank: the largest task rank (rank 1 has its own specialisation).
 void launch_fused_rows_u8(const ReconstructTask* tasks_device, uint32_t count,

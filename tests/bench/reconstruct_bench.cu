@@ -8,11 +8,14 @@
 //   - TF32 MMA peak: the same with mma.sync m16n8k8 TF32 chains (the instruction tensor uses; the
 //     H100's dense TF32 peak through wgmma is higher, ~495 TFLOP/s, so this floor is the
 //     instruction's, not the chip's);
+//   - TF32 wgmma peak (sm_90 only): back-to-back wgmma m64n128k8 from shared memory on every
+//     warpgroup, the instruction the wgmma variant uses, and its floor;
 //   - per shape x rank, for each fused variant and the cuBLAS path: time per batch (CUDA events,
 //     median after warm-up), bytes moved (factor columns read + output written, once each),
 //     FLOPs (2 h w k c), floor = max(bytes / D2D bandwidth, FLOPs / FMA peak), % of floor
 //     (floor / time), speed-up over cuBLAS. tensor's floor counts the FLOPs it must run: three
-//     MMAs per product (3xTF32, for FP32 accuracy), i.e. max(bytes / D2D, 3 FLOPs / TF32 peak).
+//     MMAs per product (3xTF32, for FP32 accuracy), i.e. max(bytes / D2D, 3 FLOPs / TF32 peak);
+//     wgmma's the same at the wgmma peak.
 // Each image of a batch has its own factors (no cache reuse across images), and the batch is
 // sized so the outputs total >= 256 MB (64 MB with --quick). Every fused result is compared with
 // the cuBLAS result: at most 1 grey level apart, in at most 0.1% of the values; the variants must
@@ -45,6 +48,7 @@
 #include "kernels/gpu/reconstruct.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/tf32_mma.cuh"
+#include "kernels/gpu/wgmma_tf32.cuh"
 #include "kernels/image.hpp"
 #include "kernels/pixel_rounding.hpp"
 
@@ -60,7 +64,8 @@ constexpr double kFloorTarget = 0.8;
 constexpr double kSpeedupTarget = 1.5;
 constexpr uint32_t kSpeedupTargetMaxRank = 64;
 constexpr FusedVariant kVariants[] = {FusedVariant::tile64, FusedVariant::tile128,
-                                      FusedVariant::rows, FusedVariant::tensor};
+                                      FusedVariant::rows, FusedVariant::tensor,
+                                      FusedVariant::wgmma};
 constexpr double kTensorMmasPerProduct = 3;  // 3xTF32: big*big + big*small + small*big
 constexpr std::size_t kVariantCount = std::size(kVariants);
 
@@ -193,6 +198,63 @@ double tf32_mma_peak_tflops(gpu::StreamView stream, int sms) {
   constexpr uint32_t kWarpSize = 32;
   const double mmas = double{kMmaChains} * kIterations * blocks * (kThreads / kWarpSize);
   return mmas * gpu::detail::kMmaTf32Flops / (times.front() * 1e-3) / 1e12;
+}
+
+constexpr uint32_t kWgmmaBlocksPerSm = 2;  // 4 warpgroups per SM
+constexpr uint32_t kWgmmasPerGroup = 4;
+
+// Each warpgroup keeps the tensor cores fed: groups of 4 wgmmas into its accumulators, waiting
+// only for the group before the last. Operands: 2^-10 everywhere (the sums stay finite).
+__global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict__ out,
+                                                              uint32_t iterations) {
+#if SVDSERVE_HAS_WGMMA
+  constexpr uint32_t kOperandWords =
+      (gpu::detail::kWgmmaRows + gpu::detail::kWgmmaCols) * gpu::detail::kWgmmaDepth;
+  constexpr uint32_t kOperand = 0x3A800000;
+  __shared__ __align__(128) uint32_t operands[kOperandWords];
+  for (uint32_t i = threadIdx.x; i < kOperandWords; i += blockDim.x) operands[i] = kOperand;
+  gpu::detail::fence_shared_for_wgmma();
+  __syncthreads();
+  constexpr uint32_t kLeading = gpu::detail::kCoreMatrixBytes;
+  constexpr uint32_t kStride = 2 * gpu::detail::kCoreMatrixBytes;
+  const uint64_t a = gpu::detail::wgmma_descriptor(operands, kLeading, kStride);
+  const uint64_t b = gpu::detail::wgmma_descriptor(
+      operands + gpu::detail::kWgmmaRows * gpu::detail::kWgmmaDepth, kLeading, kStride);
+  gpu::detail::WgmmaAccumulators acc = {};
+#pragma unroll 1
+  for (uint32_t it = 0; it < iterations; ++it) {
+    gpu::detail::fence_wgmma_operands();
+#pragma unroll
+    for (uint32_t w = 0; w < kWgmmasPerGroup; ++w) gpu::detail::wgmma_tf32(acc, a, b, true);
+    gpu::detail::commit_wgmma_group();
+    gpu::detail::wait_wgmma<1>();
+  }
+  gpu::detail::wait_wgmma<0>();
+  gpu::detail::pin_accumulators(acc);
+  float sum = 0.0F;
+#pragma unroll
+  for (const float value : acc) sum += value;
+  out[std::size_t{blockIdx.x} * blockDim.x + threadIdx.x] = sum;  // keeps the chains alive
+#else
+  (void)out;
+  (void)iterations;
+#endif
+}
+
+// 0 where the device cannot run the wgmma variant.
+double tf32_wgmma_peak_tflops(gpu::StreamView stream, int sms) {
+  if (!gpu::fused_wgmma_supported()) return 0;
+  constexpr uint32_t kIterations = 1U << 14;
+  constexpr uint32_t kWarpgroupThreads = 128;
+  const uint32_t blocks = static_cast<uint32_t>(sms) * kWgmmaBlocksPerSm;
+  gpu::DeviceBuffer out(std::size_t{blocks} * kThreads * sizeof(float));
+  const auto times = time_ms(stream, 5, [&] {
+    wgmma_peak_kernel<<<blocks, kThreads, 0, stream.value()>>>(out.as<float>(), kIterations);
+    SVDSERVE_CUDA_CHECK(cudaGetLastError());
+  });
+  const double wgmmas =
+      double{kWgmmasPerGroup} * kIterations * blocks * (kThreads / kWarpgroupThreads);
+  return wgmmas * gpu::detail::kWgmmaFlops / (times.front() * 1e-3) / 1e12;
 }
 
 // Deterministic pseudo-random floats in [0, 1) from an index (splitmix64).
@@ -354,6 +416,7 @@ struct Limits {
   double memset_gb_per_s = 0;
   double fma_tflops = 0;
   double tf32_mma_tflops = 0;
+  double tf32_wgmma_tflops = 0;  // 0: no wgmma on this device
   double sgemm_tflops = 0;
 };
 
@@ -373,6 +436,7 @@ struct Row {
   double bandwidth_ms = 0;  // bytes / D2D bandwidth
   double fma_ms = 0;        // FLOPs / FP32 FMA peak
   double tensor_ms = 0;     // 3 x FLOPs / TF32 MMA peak
+  double wgmma_ms = 0;      // 3 x FLOPs / TF32 wgmma peak
   double cublas_ms = 0;
   FusedVariant chosen = FusedVariant::tile64;
   VariantResult variants[kVariantCount];
@@ -386,7 +450,10 @@ struct Row {
   [[nodiscard]] const VariantResult& automatic() const { return result(chosen); }
   // The floor of the arithmetic the variant uses (cuBLAS: tile64's, pedantic FP32).
   [[nodiscard]] double floor_ms(FusedVariant v) const {
-    return std::max(bandwidth_ms, v == FusedVariant::tensor ? tensor_ms : fma_ms);
+    const double arithmetic_ms = v == FusedVariant::tensor  ? tensor_ms
+                                 : v == FusedVariant::wgmma ? wgmma_ms
+                                                            : fma_ms;
+    return std::max(bandwidth_ms, arithmetic_ms);
   }
   [[nodiscard]] bool floor_is_bandwidth(FusedVariant v) const {
     return floor_ms(v) == bandwidth_ms;
@@ -453,6 +520,9 @@ class ShapeRun {
     row.bandwidth_ms = row.bytes / (limits.d2d_gb_per_s * 1e9) * 1e3;
     row.fma_ms = row.flops / (limits.fma_tflops * 1e12) * 1e3;
     row.tensor_ms = kTensorMmasPerProduct * row.flops / (limits.tf32_mma_tflops * 1e12) * 1e3;
+    if (limits.tf32_wgmma_tflops > 0) {
+      row.wgmma_ms = kTensorMmasPerProduct * row.flops / (limits.tf32_wgmma_tflops * 1e12) * 1e3;
+    }
     row.chosen = gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank);
 
     const std::vector<ReconstructTask> cublas_tasks = tasks(rank, cublas_out_);
@@ -477,7 +547,8 @@ class ShapeRun {
                                       OutputPixels::u8, rank, stream_, kVariants[v]);
       }));
       result.vs_cublas = compare_u8(variant_out_[v].data(), cublas_out_.data(), values, stream_);
-      if (v > 0 && kVariants[v] != FusedVariant::tensor) {  // tensor sums in another order
+      // tensor and wgmma sum in another order
+      if (v > 0 && kVariants[v] != FusedVariant::tensor && kVariants[v] != FusedVariant::wgmma) {
         result.identical_to_tile64 =
             compare_u8(variant_out_[v].data(), variant_out_[0].data(), values, stream_)
                 .differing == 0;
@@ -516,13 +587,13 @@ class ShapeRun {
 // Output
 
 void print_header() {
-  std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %10s %10s %8s %7s %7s %7s %7s %7s %7s "
-              "%6s  %s\n",
+  std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %10s %10s %10s %8s %7s %7s %7s %7s %7s "
+              "%7s %7s %6s  %s\n",
               "shape", "c", "batch", "rank", "floor_ms", "bound", "tile64_ms", "tile128_ms",
-              "rows_ms", "tensor_ms", "cublas_ms", "auto", "%floor", "%fl_t64", "%fl_128",
-              "%fl_row", "%fl_ten", "%fl_cub", "x_cub",
-              "check (max diff, differing vs cuBLAS: t64; t128; rows; tensor; FP32 variants "
-              "identical)");
+              "rows_ms", "tensor_ms", "wgmma_ms", "cublas_ms", "auto", "%floor", "%fl_t64",
+              "%fl_128", "%fl_row", "%fl_ten", "%fl_wg", "%fl_cub", "x_cub",
+              "check (max diff, differing vs cuBLAS: t64; t128; rows; tensor; wgmma; FP32 "
+              "variants identical)");
 }
 
 // "-" for a variant that does not apply to the row's rank.
@@ -540,7 +611,7 @@ std::string difference_cell(const VariantResult& v) {
 
 const char* bound_name(const Row& r, FusedVariant v) {
   if (r.floor_is_bandwidth(v)) return "bytes";
-  return v == FusedVariant::tensor ? "tf32" : "fma";
+  return v == FusedVariant::tensor ? "tf32" : v == FusedVariant::wgmma ? "wgmma" : "fma";
 }
 
 void print_row(const Row& r) {
@@ -575,6 +646,7 @@ void write_json(const std::string& path, const std::string& device, const Limits
        << ", \"memset_gb_per_s\": " << limits.memset_gb_per_s
        << ", \"fma_peak_tflops\": " << limits.fma_tflops
        << ", \"tf32_mma_peak_tflops\": " << limits.tf32_mma_tflops
+       << ", \"tf32_wgmma_peak_tflops\": " << limits.tf32_wgmma_tflops
        << ", \"tensor_mmas_per_product\": " << kTensorMmasPerProduct
        << ", \"sgemm_tflops\": " << limits.sgemm_tflops << ", \"floor_target\": " << kFloorTarget
        << ", \"speedup_target\": " << kSpeedupTarget << ", \"rows\": [";
@@ -584,7 +656,8 @@ void write_json(const std::string& path, const std::string& device, const Limits
          << r.shape.height << ", \"channels\": " << r.shape.channels << ", \"batch\": " << r.batch
          << ", \"rank\": " << r.rank << ", \"bytes\": " << r.bytes << ", \"flops\": " << r.flops
          << ", \"bandwidth_floor_ms\": " << r.bandwidth_ms << ", \"fma_floor_ms\": " << r.fma_ms
-         << ", \"tensor_floor_ms\": " << r.tensor_ms << ", \"cublas_ms\": " << r.cublas_ms
+         << ", \"tensor_floor_ms\": " << r.tensor_ms << ", \"wgmma_floor_ms\": " << r.wgmma_ms
+         << ", \"cublas_ms\": " << r.cublas_ms
          << ", \"auto_variant\": \"" << gpu::fused_variant_name(r.chosen)
          << "\", \"auto_floor_ms\": " << r.floor_ms(r.chosen) << ", \"auto_floor_bound\": \""
          << bound_name(r, r.chosen) << "\", \"auto_ms\": " << r.automatic().ms
@@ -656,6 +729,7 @@ int run(const Options& options) {
   limits.memset_gb_per_s = memset_gb_per_s(stream.view(), options.quick);
   limits.fma_tflops = fma_peak_tflops(stream.view(), props.multiProcessorCount);
   limits.tf32_mma_tflops = tf32_mma_peak_tflops(stream.view(), props.multiProcessorCount);
+  limits.tf32_wgmma_tflops = tf32_wgmma_peak_tflops(stream.view(), props.multiProcessorCount);
   limits.sgemm_tflops = sgemm_tflops(stream.view(), options.quick);
   std::printf("D2D bandwidth (read + write): %.1f GB/s\n", limits.d2d_gb_per_s);
   std::printf("memset (write only):          %.1f GB/s (a write-only kernel at best %.0f%% of a "
@@ -665,6 +739,12 @@ int run(const Options& options) {
   std::printf("TF32 mma.sync peak:           %.2f TFLOP/s (tensor's floor: %.0f MMAs per "
               "product)\n",
               limits.tf32_mma_tflops, kTensorMmasPerProduct);
+  if (limits.tf32_wgmma_tflops > 0) {
+    std::printf("TF32 wgmma peak:              %.2f TFLOP/s (wgmma's floor: %.0f per product)\n",
+                limits.tf32_wgmma_tflops, kTensorMmasPerProduct);
+  } else {
+    std::printf("TF32 wgmma:                   not on this device (wgmma runs tensor)\n");
+  }
   std::printf("cuBLAS SGEMM %d^3 (pedantic): %.2f TFLOP/s (%.0f%% of FMA peak)\n",
               options.quick ? 4096 : 8192, limits.sgemm_tflops,
               100.0 * limits.sgemm_tflops / limits.fma_tflops);

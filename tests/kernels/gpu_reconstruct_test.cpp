@@ -165,16 +165,18 @@ std::string position(const ImageShape& shape, std::size_t index) {
 // ---------------------------------------------------------------------------------------------
 // Running the two paths
 
-enum class Path { fused_tile64, fused_tile128, fused_rows, fused_tensor, cublas };
+enum class Path { fused_tile64, fused_tile128, fused_rows, fused_tensor, fused_wgmma, cublas };
 constexpr Path kPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::fused_rows,
-                           Path::fused_tensor,
-                           Path::cublas};
+                           Path::fused_tensor, Path::fused_wgmma, Path::cublas};
 constexpr Path kFusedPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::fused_rows,
-                                Path::fused_tensor};
+                                Path::fused_tensor, Path::fused_wgmma};
 
-// The FP32 variants sum in the same order and must give identical bytes; tensor (3xTF32) sums
-// in another, so it is held to the cuBLAS agreement instead.
-bool sums_like_tile64(Path path) { return path != Path::fused_tensor && path != Path::cublas; }
+// The FP32 variants sum in the same order and must give identical bytes; tensor and wgmma
+// (3xTF32) sum in another, so they are held to the cuBLAS agreement instead. (wgmma runs tensor
+// on devices other than sm_90.)
+bool sums_like_tile64(Path path) {
+  return path != Path::fused_tensor && path != Path::fused_wgmma && path != Path::cublas;
+}
 
 const char* path_name(Path path) {
   switch (path) {
@@ -182,6 +184,7 @@ const char* path_name(Path path) {
     case Path::fused_tile128: return "fused tile128";
     case Path::fused_rows: return "fused rows";
     case Path::fused_tensor: return "fused tensor";
+    case Path::fused_wgmma: return "fused wgmma";
     case Path::cublas: return "cuBLAS";
   }
   return "?";
@@ -192,6 +195,7 @@ gpu::FusedVariant variant_of(Path path) {
     case Path::fused_tile128: return gpu::FusedVariant::tile128;
     case Path::fused_rows: return gpu::FusedVariant::rows;
     case Path::fused_tensor: return gpu::FusedVariant::tensor;
+    case Path::fused_wgmma: return gpu::FusedVariant::wgmma;
     case Path::fused_tile64:
     case Path::cublas: break;
   }
@@ -560,9 +564,12 @@ TEST(FusedVariantChoice, ByOutputTypeAndRank) {
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::rows, OutputPixels::u8, 256), FusedVariant::rows);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tensor, OutputPixels::u8, 1),
             FusedVariant::tensor);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::wgmma, OutputPixels::u8, 64),
+            gpu::fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor)
+      << "wgmma runs tensor on devices other than sm_90";
   for (const FusedVariant requested : {FusedVariant::automatic, FusedVariant::tile64,
                                        FusedVariant::tile128, FusedVariant::rows,
-                                       FusedVariant::tensor}) {
+                                       FusedVariant::tensor, FusedVariant::wgmma}) {
     for (const uint32_t rank : {1U, 256U}) {
       EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, rank), FusedVariant::tile64)
           << "tile128, rows and tensor are u8 only";

@@ -1,0 +1,324 @@
+// Fused reconstruction on Hopper's asynchronous warpgroup MMA (FusedVariant::wgmma), u8 output
+// only: the tensor kernel's arithmetic (3xTF32: big*big + big*small + small*big, see
+// reconstruct_fused_tensor.cu for the accuracy) without its bound. The tensor kernel's warps load
+// and split every MMA operand from shared memory right before its mma.sync and wait for it; its
+// MMAs come in bursts between barriers and rounding (docs/PERFORMANCE.md). Here:
+//  - each factor value is split once, when its slice is written to shared memory, into a big and
+//    a small slice, laid out as wgmma reads them (wgmma_tf32.cuh): K-major core matrices;
+//  - each warpgroup (4 warps) hands its 64 x 128 half of the tile to the tensor cores as three
+//    wgmmas per k-step of 8 and goes on writing the next slice while they run; it waits for the
+//    previous k-step's wgmmas only (three slice buffers), and for all of them at a channel's end,
+//    where it rounds its accumulators into the staging tile;
+//  - the slices' global loads are issued two k-steps before they are written to shared memory;
+//  - the first wgmma of a channel does not add to the accumulators (no zeroing).
+// Block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 2 warpgroups; the
+// staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
+// sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/reconstruct_fused_variants.hpp"
+#include "kernels/gpu/reconstruct_tile_io.cuh"
+#include "kernels/gpu/reconstruct_tile_pipeline.cuh"
+#include "kernels/gpu/tf32_mma.cuh"
+#include "kernels/gpu/wgmma_tf32.cuh"
+#ifndef WGX
+#define WGX 0
+#endif
+
+namespace svdserve::gpu {
+namespace {
+
+using detail::kCoreMatrixBytes;
+using detail::kStoreBytes;
+using detail::kWgmmaDepth;
+using detail::kWgmmaRows;
+
+constexpr uint32_t kTile = 128;
+constexpr uint32_t kThreads = 256;  // two warpgroups: tile rows 0-63 and 64-127
+constexpr uint32_t kStages = 3;  // slice buffers: one read by the running wgmmas, one by the
+                                 // previous (perhaps still running), one being written
+constexpr uint32_t kValuesPerChunk = 4;  // TF32 values of k in one 16-byte core-matrix row
+
+// One part of a slice (the big or the small halves of US's 128 rows or V's 128 columns, k0 to
+// k0 + 7), K-major: 16 groups of 8 rows, each two core matrices (k0..k0+3, k0+4..k0+7).
+constexpr uint32_t kPartBytes = kTile * kWgmmaDepth * sizeof(float);
+enum Part : uint32_t { kUsBig, kUsSmall, kVBig, kVSmall, kParts };
+constexpr uint32_t kStageBytes = kParts * kPartBytes;
+constexpr std::size_t kStagingOffset = std::size_t{kStages} * kStageBytes;
+static_assert(kStagingOffset % kStoreBytes == 0);
+static_assert(kTile * kWgmmaDepth / kValuesPerChunk == kThreads);  // a chunk per thread and part
+
+constexpr int kMinBlocksPerSm = 2;
+
+template <uint32_t kChannels>
+constexpr uint32_t pitch() {
+  return detail::staging_pitch<uint8_t, kChannels, kTile>();
+}
+
+template <uint32_t kChannels>
+constexpr std::size_t shared_bytes() {
+  return kStagingOffset + std::size_t{kTile} * pitch<kChannels>();
+}
+
+#if SVDSERVE_HAS_WGMMA
+
+constexpr uint32_t kWarpgroupThreads = 128;
+constexpr uint32_t kWarpSize = 32;
+constexpr uint32_t kLeadingBytes = kCoreMatrixBytes;     // next 4 values of k
+constexpr uint32_t kStrideBytes = 2 * kCoreMatrixBytes;  // next 8 rows
+
+// One thread's share of a slice: one row of US and one column of V (tile index = threadIdx % 128)
+// at 4 consecutive k (chunk = threadIdx / 128), zero past the image edge and for k >= rank.
+struct SliceChunk {
+  float us[kValuesPerChunk];
+  float v[kValuesPerChunk];
+
+  // Split into big and small parts and written where wgmma reads them (16 bytes per part; a
+  // quarter warp writes 128 contiguous bytes: no bank conflicts).
+  __device__ __forceinline__ void store(unsigned char* stage) const {
+    const uint32_t index = threadIdx.x % kTile;
+    const uint32_t offset = index / 8 * kStrideBytes + threadIdx.x / kTile * kLeadingBytes +
+                            index % 8 * kStoreBytes;
+    uint4 us_big;
+    uint4 us_small;
+    uint4 v_big;
+    uint4 v_small;
+    split(us, us_big, us_small);
+    split(v, v_big, v_small);
+    *reinterpret_cast<uint4*>(stage + kUsBig * kPartBytes + offset) = us_big;
+    *reinterpret_cast<uint4*>(stage + kUsSmall * kPartBytes + offset) = us_small;
+    *reinterpret_cast<uint4*>(stage + kVBig * kPartBytes + offset) = v_big;
+    *reinterpret_cast<uint4*>(stage + kVSmall * kPartBytes + offset) = v_small;
+  }
+
+ private:
+  __device__ __forceinline__ static void split(const float (&x)[kValuesPerChunk], uint4& big,
+                                               uint4& small) {
+    const detail::SplitTf32 s0 = detail::split_tf32(x[0]);
+    const detail::SplitTf32 s1 = detail::split_tf32(x[1]);
+    const detail::SplitTf32 s2 = detail::split_tf32(x[2]);
+    const detail::SplitTf32 s3 = detail::split_tf32(x[3]);
+    big = make_uint4(s0.big, s1.big, s2.big, s3.big);
+    small = make_uint4(s0.small, s1.small, s2.small, s3.small);
+  }
+};
+
+// Reads this thread's chunks slice after slice, channel after channel (the order of the k-steps),
+// keeping its place: a pointer add per slice instead of the addresses worked out again.
+class SliceReader {
+ public:
+  __device__ __forceinline__ SliceReader(const ReconstructTask& task, uint32_t row0,
+                                         uint32_t col0, uint32_t height, uint32_t width)
+      : task_(task),
+        height_(height),
+        width_(width),
+        index_(threadIdx.x % kTile),
+        first_k_(threadIdx.x / kTile * kValuesPerChunk),
+        row_(row0 + index_),
+        col_(col0 + index_),
+        slices_(max(1U, (task.rank + kWgmmaDepth - 1) / kWgmmaDepth)) {
+    start_channel(0);
+  }
+
+  __device__ __forceinline__ void read(SliceChunk& chunk) {
+#pragma unroll
+    for (uint32_t i = 0; i < kValuesPerChunk; ++i) {
+      const bool inside = k_ + i < task_.rank;
+#if WGX == 1
+      chunk.us[i] = inside ? 1.0F + i * 0.001F : 0.0F;
+      chunk.v[i] = inside ? 0.5F + col_ * 1e-6F : 0.0F;
+#else
+      chunk.us[i] = inside && row_ < height_ ? __ldg(us_ + i * height_) : 0.0F;
+      chunk.v[i] = inside && col_ < width_ ? __ldg(v_ + i * width_) : 0.0F;
+#endif
+    }
+    if (++slice_ == slices_) {
+      start_channel(channel_ + 1);
+    } else {
+      k_ += kWgmmaDepth;
+      us_ += kWgmmaDepth * height_;
+      v_ += kWgmmaDepth * width_;
+    }
+  }
+
+ private:
+  __device__ __forceinline__ void start_channel(uint32_t channel) {
+    channel_ = channel;
+    slice_ = 0;
+    k_ = first_k_;
+    us_ = task_.us + std::size_t{channel} * height_ * task_.rank_kept +
+          std::size_t{first_k_} * height_ + row_;
+    v_ = task_.v + std::size_t{channel} * width_ * task_.rank_kept +
+         std::size_t{first_k_} * width_ + col_;
+  }
+
+  const ReconstructTask& task_;
+  uint32_t height_;
+  uint32_t width_;
+  uint32_t index_;
+  uint32_t first_k_;
+  uint32_t row_;
+  uint32_t col_;
+  uint32_t slices_;
+  uint32_t channel_ = 0;
+  uint32_t slice_ = 0;
+  uint32_t k_ = 0;
+  const float* us_ = nullptr;
+  const float* v_ = nullptr;
+};
+
+// The descriptors of this warpgroup's operands in stage 0; stage s's are kStageBytes * s further
+// (the start address is the descriptor's low field, in 16-byte units).
+struct StageOperands {
+  uint64_t us_big;
+  uint64_t us_small;
+  uint64_t v_big;
+  uint64_t v_small;
+
+  __device__ __forceinline__ StageOperands(const unsigned char* stage0, uint32_t warpgroup) {
+    const uint32_t rows = warpgroup * kWgmmaRows / 8 * kStrideBytes;
+    us_big = descriptor(stage0 + kUsBig * kPartBytes + rows);
+    us_small = descriptor(stage0 + kUsSmall * kPartBytes + rows);
+    v_big = descriptor(stage0 + kVBig * kPartBytes);
+    v_small = descriptor(stage0 + kVSmall * kPartBytes);
+  }
+
+  // The three wgmmas of one k-step from stage `stage` (small terms first, as tensor).
+  __device__ __forceinline__ void multiply(uint32_t stage, bool accumulate,
+                                           detail::WgmmaAccumulators& acc) const {
+    const uint64_t shift = uint64_t{stage} * (kStageBytes >> 4);
+    detail::fence_wgmma_operands();
+#if WGX != 2
+    detail::wgmma_tf32(acc, us_small + shift, v_big + shift, accumulate);
+    detail::wgmma_tf32(acc, us_big + shift, v_small + shift, true);
+    detail::wgmma_tf32(acc, us_big + shift, v_big + shift, true);
+#endif
+    detail::commit_wgmma_group();
+  }
+
+ private:
+  __device__ __forceinline__ static uint64_t descriptor(const unsigned char* part) {
+    return detail::wgmma_descriptor(part, kLeadingBytes, kStrideBytes);
+  }
+};
+
+#endif  // SVDSERVE_HAS_WGMMA
+
+template <uint32_t kChannels>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+    fused_reconstruct_wgmma_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
+                                   uint32_t width) {
+#if SVDSERVE_HAS_WGMMA
+  constexpr uint32_t kPitch = pitch<kChannels>();
+  extern __shared__ __align__(128) unsigned char shared[];
+  unsigned char* const staging = shared + kStagingOffset;
+  const ReconstructTask task = tasks[blockIdx.z];
+  const detail::OutputTile<kTile, kThreads, kChannels, kPitch> tile(task, width);
+  const uint32_t warpgroup = threadIdx.x / kWarpgroupThreads;
+  const uint32_t lane = threadIdx.x % kWarpSize;
+  const uint32_t first_row = warpgroup * kWgmmaRows + threadIdx.x % kWarpgroupThreads /
+                                                          kWarpSize * 16 + lane / 4;
+  const uint32_t first_col = 2 * (lane % 4);
+
+  const uint32_t slices = max(1U, (task.rank + kWgmmaDepth - 1) / kWgmmaDepth);
+  const uint32_t steps = kChannels * slices;
+  const StageOperands operands(shared, warpgroup);
+  SliceReader reader(task, tile.row0, tile.col0, height, width);
+
+  detail::WgmmaAccumulators acc = {};
+  // After the channel's last k-step: its accumulators rounded into the staging tile.
+  const auto finish_channel = [&](uint32_t channel) {
+#pragma unroll
+    for (uint32_t half = 0; half < 2; ++half) {
+      unsigned char* const stage_row = tile.staged(staging, first_row + 8 * half, channel);
+#pragma unroll
+      for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
+#pragma unroll
+        for (uint32_t e = 0; e < 2; ++e) {
+          const uint32_t col = 8 * j + first_col + e;
+          // STS.U8 stores the low byte; round_to_u8_packable leaves it there.
+          stage_row[col * kChannels] =
+              static_cast<uint8_t>(detail::round_to_u8_packable(acc[4 * j + 2 * half + e]));
+        }
+      }
+    }
+  };
+  // Where the k loop is: the step's slice in its channel, the channel, the step's buffer.
+  uint32_t slice = 0;
+  uint32_t channel = 0;
+  uint32_t stage = 0;
+  const auto next_stage = [](uint32_t s) { return s + 1 == kStages ? 0 : s + 1; };
+  // One k-step: its wgmmas start, then `next` (holding slice step + 1) is written to the next
+  // buffer and reloaded with slice step + 3: a global load has two steps to arrive.
+  const auto run_step = [&](uint32_t step, SliceChunk& next) {
+    operands.multiply(stage, slice != 0, acc);
+    stage = next_stage(stage);
+    if (step + 1 < steps) {
+      next.store(shared + stage * kStageBytes);
+      detail::fence_shared_for_wgmma();
+      if (step + 3 < steps) reader.read(next);
+    }
+    if (++slice == slices) {
+      detail::wait_wgmma<0>();
+      detail::pin_accumulators(acc);
+      finish_channel(channel);
+      slice = 0;
+      ++channel;
+    } else {
+      detail::wait_wgmma<1>();  // the previous step's wgmmas: their buffer is written next
+    }
+    __syncthreads();
+  };
+
+  SliceChunk even;  // slices 1, 3, 5, ... in flight
+  SliceChunk odd;   // slices 2, 4, 6, ...
+  reader.read(even);
+  even.store(shared);
+  if (steps > 1) reader.read(even);
+  if (steps > 2) reader.read(odd);
+  detail::fence_shared_for_wgmma();
+  __syncthreads();
+#pragma unroll 1
+  for (uint32_t step = 0; step < steps; step += 2) {
+    run_step(step, even);
+    if (step + 1 < steps) run_step(step + 1, odd);
+  }
+
+  tile.copy_out(staging, height, width);
+#else
+  __trap();  // launch_fused_reconstruct launches this kernel on sm_90 devices only
+#endif
+}
+
+}  // namespace
+
+uint32_t fused_wgmma_rows() noexcept { return kTile; }
+
+bool fused_wgmma_supported() noexcept {
+  int device = 0;
+  int major = 0;
+  int minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    return false;
+  }
+  return major == 9 && minor == 0;  // the kernel is built for sm_90a (exactly compute 9.0)
+}
+
+void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
+                           const ImageShape& shape, StreamView stream) {
+  dispatch_channels(shape.channels, [&](auto channels) {
+    constexpr uint32_t kChannels = decltype(channels)::value;
+    detail::launch_tiles<kTile, kThreads>(fused_reconstruct_wgmma_kernel<kChannels>,
+                                          shared_bytes<kChannels>(), tasks_device, count, shape,
+                                          stream);
+  });
+}
+
+}  // namespace svdserve::gpu
