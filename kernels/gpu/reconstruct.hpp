@@ -44,7 +44,7 @@ struct ReconstructTask {
 //             split once into shared memory, the MMAs running while the warps write the next
 //             slice); u8 only, sm_90 devices only (elsewhere it runs tensor);
 //  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, tile128
-//               for u8 ranks 2 to 7, tensor from 8, tile64 for f32.
+//               for u8 ranks 2 to 7, tensor from 8 (wgmma from 48 on sm_90), tile64 for f32.
 enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor, wgmma };
 
 [[nodiscard]] const char* fused_variant_name(FusedVariant variant) noexcept;

@@ -243,8 +243,11 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
 // ties tile128 at k = 6 (within 6 % either way over the five sizes), is 6-13 % faster at k = 8,
 // 1.36-1.54x from k = 16, and slower below 6; tile128 is the fastest in between. A persistent-block variant
 // for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
+// wgmma (sm_90 only) ties tensor at k = 48 (within 2 % at 1024^2 and 256^2, 8-12 % faster on the
+// other three sizes) and is 1.11-1.24x faster from k = 64; at k = 16-32 it ties or loses.
 constexpr uint32_t kRowsMaxRank = 1;
 constexpr uint32_t kTensorMinRank = 8;
+constexpr uint32_t kWgmmaMinRank = 48;
 
 FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
                                uint32_t max_rank) noexcept {
@@ -259,7 +262,9 @@ FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
     case FusedVariant::automatic: break;
   }
   if (max_rank <= kRowsMaxRank) return FusedVariant::rows;
-  return max_rank >= kTensorMinRank ? FusedVariant::tensor : FusedVariant::tile128;
+  if (max_rank < kTensorMinRank) return FusedVariant::tile128;
+  return max_rank >= kWgmmaMinRank && fused_wgmma_supported() ? FusedVariant::wgmma
+                                                               : FusedVariant::tensor;
 }
 
 void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,

@@ -1,8 +1,8 @@
 // Fused reconstruction on Hopper's asynchronous warpgroup MMA (FusedVariant::wgmma), u8 output
-// only: the tensor kernel's arithmetic (3xTF32: big*big + big*small + small*big, see
-// reconstruct_fused_tensor.cu for the accuracy) without its bound. The tensor kernel's warps load
-// and split every MMA operand from shared memory right before its mma.sync and wait for it; its
-// MMAs come in bursts between barriers and rounding (docs/PERFORMANCE.md). Here:
+// only: the tensor kernel's tiles and arithmetic (3xTF32: big*big + big*small + small*big, see
+// reconstruct_fused_tensor.cu for the accuracy) on wgmma instead of mma.sync. The tensor
+// kernel's warps load and split every MMA operand from shared memory right before its mma.sync
+// and wait for it. Here:
 //  - each factor value is split once, when its slice is written to shared memory, into a big and
 //    a small slice, laid out as wgmma reads them (wgmma_tf32.cuh): K-major core matrices;
 //  - each warpgroup (4 warps) hands its 64 x 128 half of the tile to the tensor cores as three
@@ -11,8 +11,16 @@
 //    where it rounds its accumulators into the staging tile;
 //  - the slices' global loads are issued two k-steps before they are written to shared memory;
 //  - the first wgmma of a channel does not add to the accumulators (no zeroing).
-// Block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 2 warpgroups; the
-// staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
+// Block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 2 warpgroups, 2 blocks
+// per SM; the staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
+//
+// On the H100 it is 1.11-1.24x faster than tensor from k = 64 and ties it at k = 48, but reaches
+// only 39-52 % of the wgmma peak (docs/PERFORMANCE.md): Nsight Compute puts the shared-memory
+// pipe at 72 % and the tensor pipe at 49 %. Three wgmmas per k-step read 18 KB of operands per
+// warpgroup from shared memory, on top of the 16 KB of slices each block writes per k-step. US
+// from registers instead (wgmma's A operand may live there) was measured slower (0.58 vs 0.47 ms
+// at 1024^2, k = 256), and so are designs with fewer, deeper slice buffers: the staging tile
+// (51 KB for 3 channels) leaves room for three slices of 8 at 2 blocks per SM.
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
@@ -26,9 +34,6 @@
 #include "kernels/gpu/reconstruct_tile_pipeline.cuh"
 #include "kernels/gpu/tf32_mma.cuh"
 #include "kernels/gpu/wgmma_tf32.cuh"
-#ifndef WGX
-#define WGX 0
-#endif
 
 namespace svdserve::gpu {
 namespace {
@@ -129,13 +134,8 @@ class SliceReader {
 #pragma unroll
     for (uint32_t i = 0; i < kValuesPerChunk; ++i) {
       const bool inside = k_ + i < task_.rank;
-#if WGX == 1
-      chunk.us[i] = inside ? 1.0F + i * 0.001F : 0.0F;
-      chunk.v[i] = inside ? 0.5F + col_ * 1e-6F : 0.0F;
-#else
       chunk.us[i] = inside && row_ < height_ ? __ldg(us_ + i * height_) : 0.0F;
       chunk.v[i] = inside && col_ < width_ ? __ldg(v_ + i * width_) : 0.0F;
-#endif
     }
     if (++slice_ == slices_) {
       start_channel(channel_ + 1);
@@ -193,11 +193,9 @@ struct StageOperands {
                                            detail::WgmmaAccumulators& acc) const {
     const uint64_t shift = uint64_t{stage} * (kStageBytes >> 4);
     detail::fence_wgmma_operands();
-#if WGX != 2
     detail::wgmma_tf32(acc, us_small + shift, v_big + shift, accumulate);
     detail::wgmma_tf32(acc, us_big + shift, v_small + shift, true);
     detail::wgmma_tf32(acc, us_big + shift, v_big + shift, true);
-#endif
     detail::commit_wgmma_group();
   }
 

@@ -555,8 +555,12 @@ TEST(FusedVariantChoice, ByOutputTypeAndRank) {
             FusedVariant::tensor);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 16),
             FusedVariant::tensor);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 256),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 47),
             FusedVariant::tensor);
+  const FusedVariant large_rank =
+      gpu::fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 48), large_rank);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 256), large_rank);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 1),
             FusedVariant::tile128);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile64, OutputPixels::u8, 256),
