@@ -21,7 +21,8 @@ namespace {
 // waiting for their turn, or being written. Counting until written (not until computed) keeps a
 // client that reads slowly, or not at all, from making the server hold its answers without
 // limit; a fast client cannot fill the server's queues alone either. By count and by pixel
-// bytes; one answer is always allowed, however large.
+// bytes; one answer is always allowed, however large. All streams together are held to the
+// server's StreamBudget as well (stream_budget.hpp).
 constexpr uint64_t kMaxUnwrittenPerStream = 64;
 constexpr uint64_t kMaxUnwrittenBytesPerStream = uint64_t{64} << 20;
 
@@ -51,6 +52,7 @@ class ReconstructStreamReactor final
       std::lock_guard lock(mutex_);
       sequence = responses_.reserve();
       unwritten_answer_bytes_.push_back(0);  // until the job says (a failure answers no pixels)
+      service_.stream_budget().take();
     }
     try {
       JobPtr job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_));
@@ -60,6 +62,7 @@ class ReconstructStreamReactor final
         const uint64_t bytes = answer_bytes(*job);
         unwritten_answer_bytes_[sequence - written_] = bytes;
         unwritten_bytes_ += bytes;
+        service_.stream_budget().add_bytes(bytes);
       }
       job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
         grpc::ByteBuffer response;
@@ -121,16 +124,19 @@ class ReconstructStreamReactor final
     write_next(lock, responses_.deliver(sequence, std::move(response)));
   }
 
-  // Whether to read another request (the caller holds mutex_): see kMaxUnwrittenPerStream.
+  // Whether to read another request (the caller holds mutex_): see kMaxUnwrittenPerStream. A
+  // stream paused here reads again when one of its own writes completes (OnWriteDone).
   [[nodiscard]] bool may_read() const {
     const uint64_t unwritten = responses_.unwritten();
     return unwritten == 0 ||
-           (unwritten < kMaxUnwrittenPerStream && unwritten_bytes_ < kMaxUnwrittenBytesPerStream);
+           (unwritten < kMaxUnwrittenPerStream && unwritten_bytes_ < kMaxUnwrittenBytesPerStream &&
+            service_.stream_budget().has_room());
   }
 
   // The write in flight is done (or dropped): its bytes no longer count. Returns the next to
   // write.
   grpc::ByteBuffer* mark_written() {
+    service_.stream_budget().give_back(unwritten_answer_bytes_.front());
     unwritten_bytes_ -= unwritten_answer_bytes_.front();
     unwritten_answer_bytes_.pop_front();
     ++written_;

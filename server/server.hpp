@@ -35,6 +35,8 @@ class Server {
   [[nodiscard]] HostBufferPoolStats host_buffer_stats() const {
     return pipeline_->host_buffer_stats();
   }
+  // What all ReconstructStream calls hold now, against their shared limits (tests).
+  [[nodiscard]] const StreamBudget& stream_budget() const { return service_->stream_budget(); }
   // The /metrics port, 0 when metrics are off.
   [[nodiscard]] int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 

@@ -17,6 +17,7 @@
 #include "server/job.hpp"
 #include "server/pipeline.hpp"
 #include "server/stats.hpp"
+#include "server/stream_budget.hpp"
 #include "svdserve/v1/config.pb.h"
 #include "svdserve/v1/svdserve.grpc.pb.h"
 
@@ -115,6 +116,10 @@ class SvdService final : public SvdServiceBase {
     context_.stats.record_call(method, status.error_code());
   }
   [[nodiscard]] const ServiceContext& context() const noexcept { return context_; }
+  // What all ReconstructStream calls together may hold: half the compute queue and half the
+  // host buffer pool (the other halves stay for everything else).
+  [[nodiscard]] StreamBudget& stream_budget() noexcept { return stream_budget_; }
+  [[nodiscard]] const StreamBudget& stream_budget() const noexcept { return stream_budget_; }
 
  private:
   // Finishes a unary RPC and counts it.
@@ -127,6 +132,7 @@ class SvdService final : public SvdServiceBase {
   [[nodiscard]] std::string next_image_id();
 
   ServiceContext context_;
+  StreamBudget stream_budget_;
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
 
