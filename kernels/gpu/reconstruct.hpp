@@ -30,7 +30,8 @@ struct ReconstructTask {
 };
 
 // The fused kernel comes in variants. The first three give bit-identical pixels (same summation
-// order, FP32 FMA); tensor sums in another order (like cuBLAS, within one level in rare values):
+// order, FP32 FMA); tensor and wgmma sum in another order (like cuBLAS, within one level in rare
+// values):
 //  - tile64:  64 x 64 tiles, 4 x 4 outputs per thread; u8 and f32. Light on registers and shared
 //             memory: the better choice where the work is mostly rounding and storing (small k);
 //  - tile128: 128 x 128 tiles, 8 x 8 per thread; u8 only (f32 requests run tile64). Fewer
@@ -43,8 +44,9 @@ struct ReconstructTask {
 //  - wgmma:   tensor's tiles and arithmetic on Hopper's asynchronous warpgroup MMA (operands
 //             split once into shared memory, the MMAs running while the warps write the next
 //             slice); u8 only, sm_90 devices only (elsewhere it runs tensor);
-//  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, tile128
-//               for u8 ranks 2 to 7, tensor from 8 (wgmma from 48 on sm_90), tile64 for f32.
+//  - automatic: by output type, channels and rank (measured fastest): rows for u8 at rank 1,
+//               tile128 for u8 ranks 2 to 7, tensor from 8 (wgmma from 48 on sm_90 for up to
+//               3 channels), tile64 for f32.
 enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor, wgmma };
 
 [[nodiscard]] const char* fused_variant_name(FusedVariant variant) noexcept;
@@ -55,7 +57,7 @@ enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor, wg
 
 // The variant a launch with these arguments runs (never automatic).
 [[nodiscard]] FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
-                                             uint32_t max_rank) noexcept;
+                                             uint32_t channels, uint32_t max_rank) noexcept;
 
 // tasks_device: `count` ReconstructTask in device memory. max_rank: the largest task rank, and
 // never less than any task's (rows compiles rank 1 apart and runs it when max_rank is 1); it also

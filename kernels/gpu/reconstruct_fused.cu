@@ -244,12 +244,16 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
 // 1.36-1.54x from k = 16, and slower below 6; tile128 is the fastest in between. A persistent-block variant
 // for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
 // wgmma (sm_90 only) ties tensor at k = 48 (within 2 % at 1024^2 and 256^2, 8-12 % faster on the
-// other three sizes) and is 1.11-1.24x faster from k = 64; at k = 16-32 it ties or loses.
+// other three sizes) and is 1.05-1.24x faster from k = 64 (3 channels); at k = 16-32 it ties or
+// loses.
 constexpr uint32_t kRowsMaxRank = 1;
 constexpr uint32_t kTensorMinRank = 8;
 constexpr uint32_t kWgmmaMinRank = 48;
+// With 4 channels wgmma's staging tile leaves room for one block per SM, not two, and it is
+// slower than tensor (0.63 vs 0.55 ms at 1024^2, k = 256: the review's H100 run).
+constexpr uint32_t kWgmmaMaxChannels = 3;
 
-FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
+FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels, uint32_t channels,
                                uint32_t max_rank) noexcept {
   if (pixels == OutputPixels::f32) return FusedVariant::tile64;  // the others are u8 only
   switch (requested) {
@@ -263,15 +267,15 @@ FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
   }
   if (max_rank <= kRowsMaxRank) return FusedVariant::rows;
   if (max_rank < kTensorMinRank) return FusedVariant::tile128;
-  return max_rank >= kWgmmaMinRank && fused_wgmma_supported() ? FusedVariant::wgmma
-                                                               : FusedVariant::tensor;
+  const bool wgmma_faster = max_rank >= kWgmmaMinRank && channels <= kWgmmaMaxChannels;
+  return wgmma_faster && fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
 }
 
 void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
                               const ImageShape& shape, OutputPixels pixels, uint32_t max_rank,
                               StreamView stream, FusedVariant variant) {
   if (count == 0 || shape.width == 0 || shape.height == 0) return;
-  const FusedVariant chosen = fused_variant_for(variant, pixels, max_rank);
+  const FusedVariant chosen = fused_variant_for(variant, pixels, shape.channels, max_rank);
   const uint32_t tile_rows = chosen == FusedVariant::tile128  ? fused_tile128_rows()
                              : chosen == FusedVariant::tensor ? fused_tensor_rows()
                              : chosen == FusedVariant::wgmma  ? fused_wgmma_rows()

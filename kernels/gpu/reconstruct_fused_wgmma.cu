@@ -10,21 +10,24 @@
 //    previous k-step's wgmmas only (three slice buffers), and for all of them at a channel's end,
 //    where it rounds its accumulators into the staging tile;
 //  - the slices' global loads are issued two k-steps before they are written to shared memory;
-//  - the first wgmma of a channel does not add to the accumulators (no zeroing).
+//  - the first wgmma of a channel does not add to the accumulators (no zeroing between channels).
 // Block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 2 warpgroups, 2 blocks
 // per SM; the staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
 //
-// On the H100 it is 1.11-1.24x faster than tensor from k = 64 and ties it at k = 48, but reaches
-// only 39-52 % of the wgmma peak (docs/PERFORMANCE.md): Nsight Compute puts the shared-memory
+// On the H100 (3 channels) it is 1.05-1.24x faster than tensor from k = 64 and ties it at k = 48,
+// but reaches only 39-52 % of its floor at the wgmma peak (docs/PERFORMANCE.md): Nsight Compute puts the shared-memory
 // pipe at 72 % and the tensor pipe at 49 %. Three wgmmas per k-step read 18 KB of operands per
 // warpgroup from shared memory, on top of the 16 KB of slices each block writes per k-step. US
 // from registers instead (wgmma's A operand may live there) was measured slower (0.58 vs 0.47 ms
 // at 1024^2, k = 256), and so are designs with fewer, deeper slice buffers: the staging tile
-// (51 KB for 3 channels) leaves room for three slices of 8 at 2 blocks per SM.
+// (51 KB for 3 channels) leaves room for three slices of 8 at 2 blocks per SM (one with 4
+// channels, where tensor is faster and automatic picks it).
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -58,7 +61,7 @@ constexpr std::size_t kStagingOffset = std::size_t{kStages} * kStageBytes;
 static_assert(kStagingOffset % kStoreBytes == 0);
 static_assert(kTile * kWgmmaDepth / kValuesPerChunk == kThreads);  // a chunk per thread and part
 
-constexpr int kMinBlocksPerSm = 2;
+constexpr int kMinBlocksPerSm = 2;  // up to 3 channels; one block with 4 (see automatic's choice)
 
 template <uint32_t kChannels>
 constexpr uint32_t pitch() {
@@ -70,10 +73,17 @@ constexpr std::size_t shared_bytes() {
   return kStagingOffset + std::size_t{kTile} * pitch<kChannels>();
 }
 
+// H100 / H200: 228 KiB of shared memory per SM, 1 KiB of it reserved per block.
+constexpr std::size_t kSharedBytesPerSm = 228 * 1024;
+constexpr std::size_t kReservedBytesPerBlock = 1024;
+static_assert(kMinBlocksPerSm * (shared_bytes<3>() + kReservedBytesPerBlock) <= kSharedBytesPerSm);
+static_assert(shared_bytes<4>() < (1U << 18));  // descriptor addresses: 14 bits of 16-byte units
+
 #if SVDSERVE_HAS_WGMMA
 
 constexpr uint32_t kWarpgroupThreads = 128;
 constexpr uint32_t kWarpSize = 32;
+constexpr uint32_t kRowsPerWarp = kWgmmaRows / (kWarpgroupThreads / kWarpSize);
 constexpr uint32_t kLeadingBytes = kCoreMatrixBytes;     // next 4 values of k
 constexpr uint32_t kStrideBytes = 2 * kCoreMatrixBytes;  // next 8 rows
 
@@ -117,16 +127,16 @@ struct SliceChunk {
 // keeping its place: a pointer add per slice instead of the addresses worked out again.
 class SliceReader {
  public:
-  __device__ __forceinline__ SliceReader(const ReconstructTask& task, uint32_t row0,
-                                         uint32_t col0, uint32_t height, uint32_t width)
+  __device__ __forceinline__ SliceReader(const ReconstructTask& task, uint32_t slices,
+                                         uint32_t row0, uint32_t col0, uint32_t height,
+                                         uint32_t width)
       : task_(task),
         height_(height),
         width_(width),
-        index_(threadIdx.x % kTile),
         first_k_(threadIdx.x / kTile * kValuesPerChunk),
-        row_(row0 + index_),
-        col_(col0 + index_),
-        slices_(max(1U, (task.rank + kWgmmaDepth - 1) / kWgmmaDepth)) {
+        row_(row0 + threadIdx.x % kTile),
+        col_(col0 + threadIdx.x % kTile),
+        slices_(slices) {
     start_channel(0);
   }
 
@@ -147,20 +157,19 @@ class SliceReader {
   }
 
  private:
+  // After the last channel this points past the factors; read() is not called again.
   __device__ __forceinline__ void start_channel(uint32_t channel) {
     channel_ = channel;
     slice_ = 0;
     k_ = first_k_;
-    us_ = task_.us + std::size_t{channel} * height_ * task_.rank_kept +
-          std::size_t{first_k_} * height_ + row_;
-    v_ = task_.v + std::size_t{channel} * width_ * task_.rank_kept +
-         std::size_t{first_k_} * width_ + col_;
+    const detail::ChannelFactors f = detail::channel_factors(task_, channel, height_, width_);
+    us_ = f.us + std::size_t{first_k_} * height_ + row_;
+    v_ = f.v + std::size_t{first_k_} * width_ + col_;
   }
 
   const ReconstructTask& task_;
   uint32_t height_;
   uint32_t width_;
-  uint32_t index_;
   uint32_t first_k_;
   uint32_t row_;
   uint32_t col_;
@@ -219,15 +228,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const detail::OutputTile<kTile, kThreads, kChannels, kPitch> tile(task, width);
   const uint32_t warpgroup = threadIdx.x / kWarpgroupThreads;
   const uint32_t lane = threadIdx.x % kWarpSize;
-  const uint32_t first_row = warpgroup * kWgmmaRows + threadIdx.x % kWarpgroupThreads /
-                                                          kWarpSize * 16 + lane / 4;
+  // The accumulator layout (wgmma_tf32): warp w of the warpgroup holds rows 16w + g and
+  // 16w + g + 8 (g = lane / 4), columns 8j + 2t and 8j + 2t + 1 (t = lane % 4).
+  const uint32_t first_row = warpgroup * kWgmmaRows +
+                             threadIdx.x % kWarpgroupThreads / kWarpSize * kRowsPerWarp + lane / 4;
   const uint32_t first_col = 2 * (lane % 4);
 
   const uint32_t slices = max(1U, (task.rank + kWgmmaDepth - 1) / kWgmmaDepth);
   const uint32_t steps = kChannels * slices;
   const StageOperands operands(shared, warpgroup);
-  SliceReader reader(task, tile.row0, tile.col0, height, width);
+  SliceReader reader(task, slices, tile.row0, tile.col0, height, width);
 
+  // Set once (the asm reads them); each channel's first wgmma then overwrites them.
   detail::WgmmaAccumulators acc = {};
   // After the channel's last k-step: its accumulators rounded into the staging tile.
   const auto finish_channel = [&](uint32_t channel) {
@@ -286,6 +298,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     run_step(step, even);
     if (step + 1 < steps) run_step(step + 1, odd);
   }
+  // Every group is complete already (the last step waited for all); saying so keeps ptxas from
+  // putting a full wait inside the loop, which it cannot prove empty at the loop's exit.
+  detail::wait_wgmma<0>();
 
   tile.copy_out(staging, height, width);
 #else
@@ -297,16 +312,45 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 
 uint32_t fused_wgmma_rows() noexcept { return kTile; }
 
-bool fused_wgmma_supported() noexcept {
-  int device = 0;
+namespace {
+
+// Writes whether the code the device runs was compiled with wgmma: not where it runs PTX built
+// for compute_90 (CUDA_FORCE_PTX_JIT, or a build without sm_90a), where the kernel would trap.
+__global__ void wgmma_compiled_kernel(int* has_wgmma) { *has_wgmma = SVDSERVE_HAS_WGMMA; }
+
+bool device_runs_wgmma(int device) noexcept {
   int major = 0;
   int minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
+      major != 9 || minor != 0) {  // sm_90a code runs on compute 9.0 only
     return false;
   }
-  return major == 9 && minor == 0;  // the kernel is built for sm_90a (exactly compute 9.0)
+  int* flag = nullptr;
+  if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess) return false;
+  int has_wgmma = 0;
+  wgmma_compiled_kernel<<<1, 1>>>(flag);
+  const bool ran = cudaGetLastError() == cudaSuccess &&
+                   cudaMemcpy(&has_wgmma, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
+  const bool freed = cudaFree(flag) == cudaSuccess;
+  return ran && freed && has_wgmma == 1;
+}
+
+}  // namespace
+
+bool fused_wgmma_supported() noexcept {
+  // Probed once per device (a launch and a copy), then read on every launch.
+  constexpr int kMaxDevices = 64;
+  enum : int { kUnknown, kNo, kYes };
+  static std::array<std::atomic<int>, kMaxDevices> known{};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return false;
+  int state = known[device].load(std::memory_order_acquire);
+  if (state == kUnknown) {
+    state = device_runs_wgmma(device) ? kYes : kNo;
+    known[device].store(state, std::memory_order_release);
+  }
+  return state == kYes;
 }
 
 void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,

@@ -1,9 +1,10 @@
 #pragma once
-// What the 128 x 128 tile kernels (tile128, tensor) share besides the staging and copy-out of
-// reconstruct_tile_io.cuh: the k loop that streams the factors through shared memory in slices,
-// and the launch. A slice, for one channel and k0, is the block's 128 rows of US and 128 columns
-// of V at k = k0 .. k0 + depth - 1, laid out slice[k - k0][row or column] with a row pitch the
-// kernel chooses (the tensor kernel pads it against bank conflicts).
+// What the 128 x 128 tile kernels (tile128, tensor; wgmma uses OutputTile, channel_factors and
+// launch_tiles) share besides the staging and copy-out of reconstruct_tile_io.cuh: the k loop
+// that streams the factors through shared memory in slices, and the launch. A slice, for one
+// channel and k0, is the block's 128 rows of US and 128 columns of V at k = k0 .. k0 + depth - 1,
+// laid out slice[k - k0][row or column] with a row pitch the kernel chooses (the tensor kernel
+// pads it against bank conflicts).
 //
 // A slice is loaded into registers while the previous one is multiplied, then stored to the other
 // shared buffer: SliceLoad is one thread's share of it in flight. (cp.async straight into shared

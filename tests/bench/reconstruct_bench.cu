@@ -523,7 +523,8 @@ class ShapeRun {
     if (limits.tf32_wgmma_tflops > 0) {
       row.wgmma_ms = kTensorMmasPerProduct * row.flops / (limits.tf32_wgmma_tflops * 1e12) * 1e3;
     }
-    row.chosen = gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank);
+    row.chosen = gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8,
+                                        shape_.channels, rank);
 
     const std::vector<ReconstructTask> cublas_tasks = tasks(rank, cublas_out_);
     row.cublas_ms = median(time_ms(stream_, repeats, [&] {
@@ -533,7 +534,10 @@ class ShapeRun {
 
     const std::size_t values = out_bytes() * batch_;
     for (std::size_t v = 0; v < kVariantCount; ++v) {
-      if (gpu::fused_variant_for(kVariants[v], OutputPixels::u8, rank) != kVariants[v]) continue;
+      if (gpu::fused_variant_for(kVariants[v], OutputPixels::u8, shape_.channels, rank) !=
+          kVariants[v]) {
+        continue;
+      }
       const std::vector<ReconstructTask> fused_tasks = tasks(rank, variant_out_[v]);
       SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(tasks_device_.data(), fused_tasks.data(),
                                           tasks_device_.size(), cudaMemcpyHostToDevice,

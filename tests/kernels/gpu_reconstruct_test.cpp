@@ -543,40 +543,45 @@ TEST_F(GpuReconstructTest, FusedRejectsMoreThanFourChannels) {
 // Host-side only; no device needed.
 TEST(FusedVariantChoice, ByOutputTypeAndRank) {
   using gpu::FusedVariant;
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 1),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 1),
             FusedVariant::rows);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 2),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 2),
             FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 3),
             FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 7),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 7),
             FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 8),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 8),
             FusedVariant::tensor);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 16),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 16),
             FusedVariant::tensor);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 47),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 47),
             FusedVariant::tensor);
   const FusedVariant large_rank =
       gpu::fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 48), large_rank);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 256), large_rank);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 1),
-            FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile64, OutputPixels::u8, 256),
-            FusedVariant::tile64);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::rows, OutputPixels::u8, 256), FusedVariant::rows);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tensor, OutputPixels::u8, 1),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 48), large_rank);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 256), large_rank);
+  // wgmma's shared memory fits one block per SM with 4 channels, where tensor (two) is faster.
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 4, 256),
             FusedVariant::tensor);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::wgmma, OutputPixels::u8, 64),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 3, 1),
+            FusedVariant::tile128);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile64, OutputPixels::u8, 3, 256),
+            FusedVariant::tile64);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::rows, OutputPixels::u8, 3, 256),
+            FusedVariant::rows);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tensor, OutputPixels::u8, 3, 1),
+            FusedVariant::tensor);
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::wgmma, OutputPixels::u8, 3, 64),
             gpu::fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor)
       << "wgmma runs tensor on devices other than sm_90";
   for (const FusedVariant requested : {FusedVariant::automatic, FusedVariant::tile64,
                                        FusedVariant::tile128, FusedVariant::rows,
                                        FusedVariant::tensor, FusedVariant::wgmma}) {
     for (const uint32_t rank : {1U, 256U}) {
-      EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, rank), FusedVariant::tile64)
-          << "tile128, rows and tensor are u8 only";
+      EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, 3, rank),
+                FusedVariant::tile64)
+          << "tile128, rows, tensor and wgmma are u8 only";
     }
   }
 }
