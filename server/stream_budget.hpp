@@ -3,8 +3,8 @@
 // count and by pixel bytes. Each stream has its own limit as well (reconstruct_stream.cpp), but
 // many streams together would still fill the compute queue (their items then fail with
 // RESOURCE_EXHAUSTED) or the host buffer pool (answers spill to ordinary memory, whose
-// device-to-host copies are slow: 64 streams of 4 items at 1024^2 fell from ~3,700 to 1,247
-// items/s on the H100). A stream that finds the budget spent stops reading requests, which is
+// device-to-host copies are slow: 64 streams of 4 items at 1024^2 gave 1,247 items/s on the H100
+// without this budget, 2,326 with it; docs/PERFORMANCE.md). A stream that finds the budget spent stops reading requests, which is
 // gRPC flow control for its client, until its own answers are written: no stream waits on
 // another, and a stream with nothing unwritten always reads, so each one makes progress. The
 // check and the take are not one step, so the streams together may pass the limits by at most
