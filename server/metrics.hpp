@@ -13,6 +13,7 @@
 #include "server/host_buffer_pool.hpp"
 #include "server/job.hpp"
 #include "server/metrics_http.hpp"
+#include "server/stream_budget.hpp"
 
 namespace prometheus {
 class Registry;
@@ -34,6 +35,7 @@ struct LiveValues {
   std::size_t budget_bytes = 0;
   uint64_t evictions = 0;
   HostBufferPoolStats host_buffers;
+  StreamBudgetSample streams;
   BackendMetrics backend;
 };
 

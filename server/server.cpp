@@ -3,6 +3,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "kernels/errors.hpp"
@@ -47,18 +48,23 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
       config_.evicted_history());
   stats_ = std::make_unique<Stats>();
   pipeline_ = std::make_unique<Pipeline>(pipeline_options(config_), *backend_, *store_, *stats_);
+  // Half the compute queue and half the host buffer pool; the other halves stay for the rest.
+  stream_budget_ = std::make_unique<StreamBudget>(
+      std::max<uint64_t>(1, config_.queue_capacity() / 2),
+      std::max<uint64_t>(1, config_.host_buffer_pool_bytes() / 2));
   if (config_.metrics_port() != 0) {
     metrics_ = std::make_unique<Metrics>(static_cast<int>(config_.metrics_port()), [this] {
       return LiveValues{pipeline_->decode_queue_depth(), pipeline_->compute_queue_depth(),
                         pipeline_->jobs_in_flight(),      store_->images_resident(),
                         store_->bytes_resident(),         store_->budget_bytes(),
                         store_->evictions(),              pipeline_->host_buffer_stats(),
-                        backend_->metrics()};
+                        stream_budget_->sample(),         backend_->metrics()};
     });
     stats_->attach(metrics_.get());
   }
   service_ = std::make_unique<SvdService>(
-      ServiceContext{config_, *backend_, *store_, *pipeline_, *stats_, now_unix_ms()});
+      ServiceContext{config_, *backend_, *store_, *pipeline_, *stats_, *stream_budget_,
+                     now_unix_ms()});
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

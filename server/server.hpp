@@ -35,8 +35,8 @@ class Server {
   [[nodiscard]] HostBufferPoolStats host_buffer_stats() const {
     return pipeline_->host_buffer_stats();
   }
-  // What all ReconstructStream calls hold now, against their shared limits (tests).
-  [[nodiscard]] const StreamBudget& stream_budget() const { return service_->stream_budget(); }
+  // What all ReconstructStream calls hold now, against their shared limits.
+  [[nodiscard]] const StreamBudget& stream_budget() const { return *stream_budget_; }
   // The /metrics port, 0 when metrics are off.
   [[nodiscard]] int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
@@ -56,6 +56,7 @@ class Server {
   std::unique_ptr<FactorStore> store_;
   std::unique_ptr<Stats> stats_;
   std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<StreamBudget> stream_budget_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<SvdService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

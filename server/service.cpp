@@ -111,10 +111,7 @@ v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes) 
   return request;
 }
 
-SvdService::SvdService(ServiceContext context)
-    : context_(context),
-      stream_budget_(std::max<uint64_t>(1, context.config.queue_capacity() / 2),
-                     std::max<uint64_t>(1, context.config.host_buffer_pool_bytes() / 2)) {}
+SvdService::SvdService(ServiceContext context) : context_(context) {}
 
 SvdService::~SvdService() {
   std::lock_guard lock(directory_loads_mutex_);

@@ -30,6 +30,7 @@ struct ServiceContext {
   FactorStore& store;
   Pipeline& pipeline;
   Stats& stats;
+  StreamBudget& stream_budget;  // what all ReconstructStream calls together may hold
   int64_t started_unix_ms = 0;
 };
 
@@ -116,10 +117,7 @@ class SvdService final : public SvdServiceBase {
     context_.stats.record_call(method, status.error_code());
   }
   [[nodiscard]] const ServiceContext& context() const noexcept { return context_; }
-  // What all ReconstructStream calls together may hold: half the compute queue and half the
-  // host buffer pool (the other halves stay for everything else).
-  [[nodiscard]] StreamBudget& stream_budget() noexcept { return stream_budget_; }
-  [[nodiscard]] const StreamBudget& stream_budget() const noexcept { return stream_budget_; }
+  [[nodiscard]] StreamBudget& stream_budget() noexcept { return context_.stream_budget; }
 
  private:
   // Finishes a unary RPC and counts it.
@@ -132,7 +130,6 @@ class SvdService final : public SvdServiceBase {
   [[nodiscard]] std::string next_image_id();
 
   ServiceContext context_;
-  StreamBudget stream_budget_;
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
 

@@ -15,6 +15,13 @@
 
 namespace svdserve {
 
+struct StreamBudgetSample {
+  uint64_t answers = 0;
+  uint64_t bytes = 0;
+  uint64_t max_answers = 0;
+  uint64_t max_bytes = 0;
+};
+
 class StreamBudget {
  public:
   StreamBudget(uint64_t max_answers, uint64_t max_bytes) noexcept
@@ -40,6 +47,9 @@ class StreamBudget {
   [[nodiscard]] uint64_t bytes() const noexcept { return bytes_.load(); }
   [[nodiscard]] uint64_t max_answers() const noexcept { return max_answers_; }
   [[nodiscard]] uint64_t max_bytes() const noexcept { return max_bytes_; }
+  [[nodiscard]] StreamBudgetSample sample() const noexcept {
+    return {answers(), bytes(), max_answers_, max_bytes_};
+  }
 
  private:
   const uint64_t max_answers_;
