@@ -90,18 +90,19 @@ class Metrics::LiveCollectable final : public prometheus::Collectable {
                            {{"reused", static_cast<double>(pool.reuses)},
                             {"allocated", static_cast<double>(pool.allocations)},
                             {"fallback", static_cast<double>(pool.fallbacks)}}));
-    // When streams wait on the budget (held at the limit), a client sees its stream slow down.
-    out.push_back(labelled("svdserve_stream_answers",
-                           "Answers all ReconstructStream calls hold (read, not yet written), "
+    // At the budget, streams wait: their clients see them slow down (stream_budget.hpp).
+    out.push_back(labelled("svdserve_stream_requests_computing",
+                           "Requests of all ReconstructStream calls read and not yet computed, "
                            "and the budget they share",
                            prometheus::MetricType::Gauge, "state",
-                           {{"held", static_cast<double>(v.streams.answers)},
-                            {"budget", static_cast<double>(v.streams.max_answers)}}));
-    out.push_back(labelled("svdserve_stream_answer_bytes",
-                           "Pixel bytes of those answers, and the budget they share",
+                           {{"held", static_cast<double>(v.streams.computing)},
+                            {"budget", static_cast<double>(v.streams.max_computing)}}));
+    out.push_back(labelled("svdserve_stream_unwritten_bytes",
+                           "Pixel bytes of ReconstructStream answers not yet written, and the "
+                           "budget they share",
                            prometheus::MetricType::Gauge, "state",
-                           {{"held", static_cast<double>(v.streams.bytes)},
-                            {"budget", static_cast<double>(v.streams.max_bytes)}}));
+                           {{"held", static_cast<double>(v.streams.unwritten_bytes)},
+                            {"budget", static_cast<double>(v.streams.max_unwritten_bytes)}}));
     if (v.backend.device_memory_total_bytes > 0) {
       out.push_back(gauge("svdserve_gpu_factor_memory_bytes", "Device memory held by factors",
                           static_cast<double>(v.backend.device_memory_used_bytes)));

@@ -36,7 +36,7 @@ class ReconstructStreamReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   ReconstructStreamReactor(SvdService& service, grpc::CallbackServerContext* ctx)
-      : service_(service), ctx_(ctx) {
+      : service_(service), budget_(service.stream_budget()), ctx_(ctx) {
     StartRead(&request_);
   }
 
@@ -52,7 +52,7 @@ class ReconstructStreamReactor final
       std::lock_guard lock(mutex_);
       sequence = responses_.reserve();
       unwritten_answer_bytes_.push_back(0);  // until the job says (a failure answers no pixels)
-      service_.stream_budget().take();
+      budget_.read();
     }
     try {
       JobPtr job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_));
@@ -62,7 +62,7 @@ class ReconstructStreamReactor final
         const uint64_t bytes = answer_bytes(*job);
         unwritten_answer_bytes_[sequence - written_] = bytes;
         unwritten_bytes_ += bytes;
-        service_.stream_budget().add_bytes(bytes);
+        budget_.add_bytes(bytes);
       }
       job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
         grpc::ByteBuffer response;
@@ -119,8 +119,11 @@ class ReconstructStreamReactor final
     return encode_message(response);
   }
 
+  // Every request read comes here once, answered or failed: it no longer takes a place in the
+  // compute queue's share of the budget (its bytes count until written).
   void deliver(uint64_t sequence, grpc::ByteBuffer response) {
     std::unique_lock lock(mutex_);
+    budget_.computed();
     write_next(lock, responses_.deliver(sequence, std::move(response)));
   }
 
@@ -130,13 +133,13 @@ class ReconstructStreamReactor final
     const uint64_t unwritten = responses_.unwritten();
     return unwritten == 0 ||
            (unwritten < kMaxUnwrittenPerStream && unwritten_bytes_ < kMaxUnwrittenBytesPerStream &&
-            service_.stream_budget().has_room());
+            budget_.has_room());
   }
 
   // The write in flight is done (or dropped): its bytes no longer count. Returns the next to
   // write.
   grpc::ByteBuffer* mark_written() {
-    service_.stream_budget().give_back(unwritten_answer_bytes_.front());
+    budget_.written(unwritten_answer_bytes_.front());
     unwritten_bytes_ -= unwritten_answer_bytes_.front();
     unwritten_answer_bytes_.pop_front();
     ++written_;
@@ -167,6 +170,7 @@ class ReconstructStreamReactor final
   }
 
   SvdService& service_;
+  StreamBudget& budget_;  // shared by all streams (thread-safe)
   grpc::CallbackServerContext* ctx_;
   grpc::ByteBuffer request_;  // only touched by the read path: one read at a time
 

@@ -1,6 +1,7 @@
 #pragma once
 // Owns everything a running svdserve is made of, and starts and stops it in a fixed order:
-// start:    backend -> store -> pipeline -> gRPC server (health NOT_SERVING) -> SERVING
+// start:    backend -> store -> pipeline -> stream budget -> gRPC server (health NOT_SERVING)
+//           -> SERVING
 // shutdown: health NOT_SERVING -> refuse new calls -> drain in-flight RPCs (bounded by
 //           drain_timeout_ms) -> stop the pipeline -> destroy in reverse order of creation.
 
@@ -16,6 +17,7 @@
 #include "server/pipeline.hpp"
 #include "server/service.hpp"
 #include "server/stats.hpp"
+#include "server/stream_budget.hpp"
 #include "svdserve/v1/config.pb.h"
 
 namespace svdserve {
@@ -56,7 +58,7 @@ class Server {
   std::unique_ptr<FactorStore> store_;
   std::unique_ptr<Stats> stats_;
   std::unique_ptr<Pipeline> pipeline_;
-  std::unique_ptr<StreamBudget> stream_budget_;
+  std::unique_ptr<StreamBudget> stream_budget_;  // before metrics_ and service_: they use it
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<SvdService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -117,7 +117,7 @@ class SvdService final : public SvdServiceBase {
     context_.stats.record_call(method, status.error_code());
   }
   [[nodiscard]] const ServiceContext& context() const noexcept { return context_; }
-  [[nodiscard]] StreamBudget& stream_budget() noexcept { return context_.stream_budget; }
+  [[nodiscard]] StreamBudget& stream_budget() const noexcept { return context_.stream_budget; }
 
  private:
   // Finishes a unary RPC and counts it.

@@ -1,14 +1,18 @@
 #pragma once
-// What all ReconstructStream calls together may hold: answers read and not yet written, by
-// count and by pixel bytes. Each stream has its own limit as well (reconstruct_stream.cpp), but
-// many streams together would still fill the compute queue (their items then fail with
-// RESOURCE_EXHAUSTED) or the host buffer pool (answers spill to ordinary memory, whose
-// device-to-host copies are slow: 64 streams of 4 items at 1024^2 gave 1,247 items/s on the H100
-// without this budget, 2,326 with it; docs/PERFORMANCE.md). A stream that finds the budget spent stops reading requests, which is
-// gRPC flow control for its client, until its own answers are written: no stream waits on
-// another, and a stream with nothing unwritten always reads, so each one makes progress. The
-// check and the take are not one step, so the streams together may pass the limits by at most
-// one answer each.
+// What all ReconstructStream calls together may hold: requests read and still computing (they
+// sit in the compute queue and its batches), and the pixel bytes of answers not yet written (they
+// sit in the host buffer pool). Each stream has its own limits as well (reconstruct_stream.cpp),
+// but many streams together would still fill the compute queue (their items then fail with
+// RESOURCE_EXHAUSTED) or the pool (answers spill to ordinary memory, whose device-to-host copies
+// are slow: 64 streams of 4 items at 1024^2 gave 1,247 items/s on the H100 without this budget,
+// 2,326 with it; docs/PERFORMANCE.md). An answer stops counting against the queue's share when
+// it is computed, so clients that read slowly hold pool bytes, not queue places.
+//
+// A stream that holds answers and finds the budget spent stops reading requests (gRPC flow
+// control for its client) until one of its own answers is written: no stream waits on another,
+// and a stream with nothing unwritten always reads, so each one makes progress. The check and
+// the take are not one step, and a stream's first answer is always allowed, so the streams
+// together may pass each limit by one answer a stream (in bytes: a stream's largest answer).
 
 #include <atomic>
 #include <cstdint>
@@ -16,46 +20,48 @@
 namespace svdserve {
 
 struct StreamBudgetSample {
-  uint64_t answers = 0;
-  uint64_t bytes = 0;
-  uint64_t max_answers = 0;
-  uint64_t max_bytes = 0;
+  uint64_t computing = 0;
+  uint64_t unwritten_bytes = 0;
+  uint64_t max_computing = 0;
+  uint64_t max_unwritten_bytes = 0;
 };
 
 class StreamBudget {
  public:
-  StreamBudget(uint64_t max_answers, uint64_t max_bytes) noexcept
-      : max_answers_(max_answers), max_bytes_(max_bytes) {}
+  StreamBudget(uint64_t max_computing, uint64_t max_unwritten_bytes) noexcept
+      : max_computing_(max_computing), max_unwritten_bytes_(max_unwritten_bytes) {}
   StreamBudget(const StreamBudget&) = delete;
   StreamBudget& operator=(const StreamBudget&) = delete;
 
-  // Whether a stream that already holds answers may read another request.
+  // Whether a stream that already holds answers may read another request. Relaxed: a stale
+  // value only moves the limit by the overshoot the header allows.
   [[nodiscard]] bool has_room() const noexcept {
-    return answers_.load(std::memory_order_relaxed) < max_answers_ &&
-           bytes_.load(std::memory_order_relaxed) < max_bytes_;
-  }
-  // A request was read; its answer's pixel bytes once they are known; the answer was written
-  // or dropped (with the bytes added for it).
-  void take() noexcept { answers_.fetch_add(1, std::memory_order_relaxed); }
-  void add_bytes(uint64_t bytes) noexcept { bytes_.fetch_add(bytes, std::memory_order_relaxed); }
-  void give_back(uint64_t bytes) noexcept {
-    answers_.fetch_sub(1, std::memory_order_relaxed);
-    bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+    return computing_.load(std::memory_order_relaxed) < max_computing_ &&
+           unwritten_bytes_.load(std::memory_order_relaxed) < max_unwritten_bytes_;
   }
 
-  [[nodiscard]] uint64_t answers() const noexcept { return answers_.load(); }
-  [[nodiscard]] uint64_t bytes() const noexcept { return bytes_.load(); }
-  [[nodiscard]] uint64_t max_answers() const noexcept { return max_answers_; }
-  [[nodiscard]] uint64_t max_bytes() const noexcept { return max_bytes_; }
+  // A request's life: read (and its answer's pixel bytes once known), computed (or failed),
+  // written (or dropped), with the bytes added for it.
+  void read() noexcept { computing_.fetch_add(1, std::memory_order_relaxed); }
+  void add_bytes(uint64_t bytes) noexcept {
+    unwritten_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  void computed() noexcept { computing_.fetch_sub(1, std::memory_order_relaxed); }
+  void written(uint64_t bytes) noexcept {
+    unwritten_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  }
+
   [[nodiscard]] StreamBudgetSample sample() const noexcept {
-    return {answers(), bytes(), max_answers_, max_bytes_};
+    return {computing_.load(std::memory_order_relaxed),
+            unwritten_bytes_.load(std::memory_order_relaxed), max_computing_,
+            max_unwritten_bytes_};
   }
 
  private:
-  const uint64_t max_answers_;
-  const uint64_t max_bytes_;
-  std::atomic<uint64_t> answers_{0};
-  std::atomic<uint64_t> bytes_{0};
+  const uint64_t max_computing_;
+  const uint64_t max_unwritten_bytes_;
+  std::atomic<uint64_t> computing_{0};
+  std::atomic<uint64_t> unwritten_bytes_{0};
 };
 
 }  // namespace svdserve

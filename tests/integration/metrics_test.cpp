@@ -81,9 +81,10 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   EXPECT_EQ(sample(after, R"(svdserve_host_buffer_pool_bytes{state="capacity"})"), 256 << 20);
   EXPECT_GT(sample(after, R"(svdserve_host_buffer_pool_bytes{state="pooled"})"), 0);
   // The streams' shared budget: half the queue (256) and half the pool; no stream is open.
-  EXPECT_EQ(sample(after, R"(svdserve_stream_answers{state="budget"})"), 128);
-  EXPECT_EQ(sample(after, R"(svdserve_stream_answer_bytes{state="budget"})"), 128 << 20);
-  EXPECT_EQ(sample(after, R"(svdserve_stream_answers{state="held"})"), 0);
+  EXPECT_EQ(sample(after, R"(svdserve_stream_requests_computing{state="budget"})"), 128);
+  EXPECT_EQ(sample(after, R"(svdserve_stream_unwritten_bytes{state="budget"})"), 128 << 20);
+  EXPECT_EQ(sample(after, R"(svdserve_stream_requests_computing{state="held"})"), 0);
+  EXPECT_EQ(sample(after, R"(svdserve_stream_unwritten_bytes{state="held"})"), 0);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Many ReconstructStream calls at once, over real gRPC, are held to the server's shared stream
 // budget (server/stream_budget.hpp): clients that send and do not read make the server stop
-// reading their requests once the streams together hold their share of the compute queue,
-// instead of admitting every item and refusing the overflow with RESOURCE_EXHAUSTED. Once the
-// clients read, every item is answered, in order, and the budget is all given back.
+// reading their requests once the streams together hold their share of the host buffer pool,
+// instead of admitting every item (and refusing what overflows the compute queue with
+// RESOURCE_EXHAUSTED). Once the clients read, every item is answered, in order; cancelled or
+// shut down, the streams give the whole budget back.
 
 #include <gtest/gtest.h>
 
@@ -21,9 +22,9 @@ using namespace std::chrono_literals;
 constexpr uint32_t kMaxRank = 8;
 // baboon.jpg as RAW_F32: 3 MiB, so that a stream's answers are far more than gRPC's flow-control
 // windows can take in while the client does not read.
-constexpr std::size_t kAnswerBytes = 512 * 512 * 3 * sizeof(float);
-
-class StreamBudgetTest : public ServerFixture {};
+constexpr uint64_t kAnswerBytes = 512 * 512 * 3 * sizeof(float);
+constexpr int kStreams = 4;
+constexpr int kRequests = 40;  // 160 items against a queue of 32
 
 using Stream = grpc::ClientReaderWriter<v1::ReconstructRequest, v1::ReconstructStreamResponse>;
 
@@ -32,52 +33,76 @@ struct Call {
   std::unique_ptr<Stream> stream;
 };
 
-TEST_F(StreamBudgetTest, ManyStreamsThatDoNotReadWaitInsteadOfFillingTheQueue) {
-  v1::ServerConfig config = test_config();
-  config.set_queue_capacity(32);  // the streams' share: 16 answers
-  start(config);
-  auto decomposed = client_->decompose(read_test_image("baboon.jpg"), kMaxRank, "baboon.jpg");
-  ASSERT_TRUE(decomposed.ok()) << decomposed.status().error_message();
-  const StreamBudget& budget = server_->stream_budget();
-  ASSERT_EQ(budget.max_answers(), 16u);
-
-  // 8 streams of 40 requests: 320 items against a queue of 32, each stream under its own limits
-  // (64 answers, 64 MiB). Without the shared budget most of them were refused.
-  constexpr int kStreams = 8;
-  constexpr int kRequests = 40;
-  std::vector<std::unique_ptr<Call>> calls;
-  for (int s = 0; s < kStreams; ++s) {
-    auto call = std::make_unique<Call>();
-    call->context.set_deadline(std::chrono::system_clock::now() + 120s);
-    call->stream = client_->stub().ReconstructStream(&call->context);
-    for (int i = 0; i < kRequests; ++i) {
-      v1::ReconstructRequest request;
-      request.set_id("baboon.jpg");
-      request.set_rank(static_cast<uint32_t>(1 + i % 2));
-      request.set_format(v1::OUTPUT_FORMAT_RAW_F32);
-      ASSERT_TRUE(call->stream->Write(request));
-    }
-    calls.push_back(std::move(call));
+class StreamBudgetTest : public ServerFixture {
+ protected:
+  // Queue 32 (16 requests computing for the streams) and a pool of 32 MiB (16 MiB of unwritten
+  // answers, about 5): each stream alone may hold 64 answers or 64 MiB.
+  void start_small() {
+    v1::ServerConfig config = test_config();
+    config.set_queue_capacity(32);
+    config.set_host_buffer_pool_bytes(32u << 20);
+    config.set_drain_timeout_ms(500);
+    start(config);
+    auto decomposed = client_->decompose(read_test_image("baboon.jpg"), kMaxRank, "baboon.jpg");
+    ASSERT_TRUE(decomposed.ok()) << decomposed.status().error_message();
   }
 
-  // What the server holds once it has done all it will without the clients reading: the same
-  // number of answers for 300 ms.
-  uint64_t held = 0;
-  for (auto quiet_since = std::chrono::steady_clock::now(), give_up = quiet_since + 20s;
-       std::chrono::steady_clock::now() < give_up;) {
-    std::this_thread::sleep_for(20ms);
-    const uint64_t now_held = budget.answers();
-    if (now_held != held) {
-      held = now_held;
-      quiet_since = std::chrono::steady_clock::now();
-    } else if (held > 0 && std::chrono::steady_clock::now() - quiet_since > 300ms) {
-      break;
+  // kStreams streams that each send kRequests requests and read nothing (yet).
+  std::vector<std::unique_ptr<Call>> open_streams() {
+    std::vector<std::unique_ptr<Call>> calls;
+    for (int s = 0; s < kStreams; ++s) {
+      auto call = std::make_unique<Call>();
+      call->context.set_deadline(std::chrono::system_clock::now() + 120s);
+      call->stream = client_->stub().ReconstructStream(&call->context);
+      for (int i = 0; i < kRequests; ++i) {
+        v1::ReconstructRequest request;
+        request.set_id("baboon.jpg");
+        request.set_rank(static_cast<uint32_t>(1 + i % 2));
+        request.set_format(v1::OUTPUT_FORMAT_RAW_F32);
+        EXPECT_TRUE(call->stream->Write(request));
+      }
+      calls.push_back(std::move(call));
     }
+    return calls;
   }
-  EXPECT_GE(held, static_cast<uint64_t>(kStreams)) << "every stream holds at least one answer";
-  // The budget, passed by at most one answer per stream (check and take are not one step).
-  EXPECT_LE(held, budget.max_answers() + kStreams);
-  EXPECT_LE(budget.bytes(), held * kAnswerBytes);
+
+  // What the streams hold once the server has done all it will without the clients reading:
+  // the same unwritten bytes for 300 ms.
+  StreamBudgetSample settled() const {
+    StreamBudgetSample held = server_->stream_budget().sample();
+    for (auto quiet_since = std::chrono::steady_clock::now(), give_up = quiet_since + 20s;
+         std::chrono::steady_clock::now() < give_up;) {
+      std::this_thread::sleep_for(20ms);
+      const StreamBudgetSample now = server_->stream_budget().sample();
+      if (now.unwritten_bytes != held.unwritten_bytes || now.computing != held.computing) {
+        held = now;
+        quiet_since = std::chrono::steady_clock::now();
+      } else if (held.unwritten_bytes > 0 &&
+                 std::chrono::steady_clock::now() - quiet_since > 300ms) {
+        break;
+      }
+    }
+    return held;
+  }
+
+  void expect_budget_given_back() const {
+    const StreamBudgetSample after = server_->stream_budget().sample();
+    EXPECT_EQ(after.computing, 0u);
+    EXPECT_EQ(after.unwritten_bytes, 0u);
+  }
+};
+
+TEST_F(StreamBudgetTest, StreamsThatDoNotReadWaitAtTheBudgetThenAnswerEverything) {
+  start_small();
+  auto calls = open_streams();
+  const StreamBudgetSample held = settled();
+  EXPECT_EQ(held.max_unwritten_bytes, 16u << 20);
+  EXPECT_EQ(held.computing, 0u) << "every request read is computed; the answers wait";
+  // The streams read up to the budget (more than one answer each: 4 answers are 12 MiB)...
+  EXPECT_GE(held.unwritten_bytes, held.max_unwritten_bytes);
+  // ...and past it by at most one answer a stream. Without the budget each stream would hold
+  // up to 64 MiB, and items past the queue's 32 would be refused.
+  EXPECT_LE(held.unwritten_bytes, held.max_unwritten_bytes + kStreams * kAnswerBytes);
 
   for (int s = 0; s < kStreams; ++s) {
     Stream& stream = *calls[s]->stream;
@@ -95,8 +120,39 @@ TEST_F(StreamBudgetTest, ManyStreamsThatDoNotReadWaitInsteadOfFillingTheQueue) {
     EXPECT_TRUE(status.ok()) << status.error_message();
     EXPECT_EQ(received, kRequests) << "stream " << s;
   }
-  EXPECT_EQ(budget.answers(), 0u);
-  EXPECT_EQ(budget.bytes(), 0u);
+  expect_budget_given_back();
+}
+
+TEST_F(StreamBudgetTest, CancelledStreamsGiveTheBudgetBack) {
+  start_small();
+  auto calls = open_streams();
+  EXPECT_GT(settled().unwritten_bytes, 0u);
+  for (auto& call : calls) call->context.TryCancel();
+  for (auto& call : calls) {
+    v1::ReconstructStreamResponse answer;
+    while (call->stream->Read(&answer)) {
+    }
+    EXPECT_EQ(call->stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  // The server learns of the cancellations on its own threads.
+  for (int i = 0; i < 500 && server_->stream_budget().sample().unwritten_bytes > 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  expect_budget_given_back();
+}
+
+TEST_F(StreamBudgetTest, ShutdownWithWaitingStreamsGivesTheBudgetBack) {
+  start_small();
+  auto calls = open_streams();
+  EXPECT_GT(settled().unwritten_bytes, 0u);
+  server_->shutdown();  // drains for 500 ms, then cancels what is left
+  expect_budget_given_back();
+  for (auto& call : calls) {
+    v1::ReconstructStreamResponse answer;
+    while (call->stream->Read(&answer)) {
+    }
+    (void)call->stream->Finish();
+  }
 }
 
 }  // namespace
