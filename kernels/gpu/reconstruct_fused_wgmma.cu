@@ -15,13 +15,13 @@
 // per SM; the staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
 //
 // On the H100 (3 channels) it is 1.05-1.24x faster than tensor from k = 64 and ties it at k = 48,
-// but reaches only 39-52 % of its floor at the wgmma peak (docs/PERFORMANCE.md): Nsight Compute puts the shared-memory
-// pipe at 72 % and the tensor pipe at 49 %. Three wgmmas per k-step read 18 KB of operands per
-// warpgroup from shared memory, on top of the 16 KB of slices each block writes per k-step. US
-// from registers instead (wgmma's A operand may live there) was measured slower (0.58 vs 0.47 ms
-// at 1024^2, k = 256), and so are designs with fewer, deeper slice buffers: the staging tile
-// (51 KB for 3 channels) leaves room for three slices of 8 at 2 blocks per SM (one with 4
-// channels, where tensor is faster and automatic picks it).
+// but reaches only 39-52 % of its floor at the wgmma peak (docs/PERFORMANCE.md): Nsight Compute
+// puts the shared-memory pipe at 72 % and the tensor pipe at 49 %. Three wgmmas per k-step read
+// 18 KB of operands per warpgroup from shared memory, on top of the 16 KB of slices each block
+// writes per k-step. US from registers instead (wgmma's A operand may live there) was measured
+// slower (0.58 vs 0.47 ms at 1024^2, k = 256). The staging tile (51 KB for 3 channels) leaves
+// room for three slices of 8 at 2 blocks per SM, so deeper slices would cost a block per SM; with
+// 4 channels only one block fits, tensor is faster there and automatic picks it.
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
