@@ -243,7 +243,7 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
 // ties tile128 at k = 6 (within 6 % either way over the five sizes), is 6-13 % faster at k = 8,
 // 1.36-1.54x from k = 16, and slower below 6; tile128 is the fastest in between. A persistent-block variant
 // for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
-// wgmma (sm_90 only) ties tensor at k = 48 (within 2 % at 1024^2 and 256^2, 8-12 % faster on the
+// wgmma (sm_90 only) ties tensor at k = 48 (within 2 % at 1024^2 and 256^2, 9-13 % faster on the
 // other three sizes) and is 1.05-1.24x faster from k = 64 (3 channels); at k = 16-32 it ties or
 // loses.
 constexpr uint32_t kRowsMaxRank = 1;
