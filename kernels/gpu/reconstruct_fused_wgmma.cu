@@ -31,7 +31,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/reconstruct_tile_pipeline.cuh"
@@ -41,7 +40,6 @@
 namespace svdserve::gpu {
 namespace {
 
-using detail::kCoreMatrixBytes;
 using detail::kStoreBytes;
 using detail::kWgmmaDepth;
 using detail::kWgmmaRows;
@@ -81,11 +79,11 @@ static_assert(shared_bytes<4>() < (1U << 18));  // descriptor addresses: 14 bits
 
 #if SVDSERVE_HAS_WGMMA
 
-constexpr uint32_t kWarpgroupThreads = 128;
+using detail::kWarpgroupThreads;
 constexpr uint32_t kWarpSize = 32;
 constexpr uint32_t kRowsPerWarp = kWgmmaRows / (kWarpgroupThreads / kWarpSize);
-constexpr uint32_t kLeadingBytes = kCoreMatrixBytes;     // next 4 values of k
-constexpr uint32_t kStrideBytes = 2 * kCoreMatrixBytes;  // next 8 rows
+constexpr uint32_t kLeadingBytes = detail::kKStepLeadingBytes;  // next 4 values of k
+constexpr uint32_t kStrideBytes = detail::kKStepStrideBytes;    // next 8 rows
 
 // One thread's share of a slice: one row of US and one column of V (tile index = threadIdx % 128)
 // at 4 consecutive k (chunk = threadIdx / 128), zero past the image edge and for k >= rank.

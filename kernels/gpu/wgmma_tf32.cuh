@@ -23,6 +23,8 @@
 
 #include <cstdint>
 
+#include "kernels/gpu/bulk_store.cuh"
+
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define SVDSERVE_HAS_WGMMA 1
 #else
@@ -34,8 +36,13 @@ namespace svdserve::gpu::detail {
 inline constexpr uint32_t kWgmmaRows = 64;        // m64
 inline constexpr uint32_t kWgmmaCols = 128;       // n128
 inline constexpr uint32_t kWgmmaDepth = 8;        // k8 for TF32
-inline constexpr uint32_t kWgmmaAccumulators = kWgmmaRows * kWgmmaCols / 128;  // per thread
+inline constexpr uint32_t kWarpgroupThreads = 128;
+inline constexpr uint32_t kWgmmaAccumulators = kWgmmaRows * kWgmmaCols / kWarpgroupThreads;
 inline constexpr uint32_t kCoreMatrixBytes = 128;  // 8 rows x 16 bytes
+// An operand of one k-step (8 TF32 values of k a row) laid out K-major as 8-row groups of two
+// core matrices: the next 4 values of k are a core matrix further, the next 8 rows two.
+inline constexpr uint32_t kKStepLeadingBytes = kCoreMatrixBytes;
+inline constexpr uint32_t kKStepStrideBytes = 2 * kCoreMatrixBytes;
 inline constexpr double kWgmmaFlops = 2.0 * kWgmmaRows * kWgmmaCols * kWgmmaDepth;
 
 // The 64-bit matrix descriptor: start address, leading and stride byte offsets (all >> 4),
@@ -53,10 +60,9 @@ inline constexpr double kWgmmaFlops = 2.0 * kWgmmaRows * kWgmmaCols * kWgmmaDept
 
 using WgmmaAccumulators = float[kWgmmaAccumulators];
 
-// This thread's earlier shared-memory writes, visible to wgmmas issued after a barrier.
-__device__ __forceinline__ void fence_shared_for_wgmma() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
+// This thread's earlier shared-memory writes, visible to wgmmas issued after a barrier: the same
+// proxy fence as for bulk copies (wgmma reads shared memory through the async proxy too).
+__device__ __forceinline__ void fence_shared_for_wgmma() { fence_shared_for_bulk_copy(); }
 
 // Orders the threads' own accesses to the accumulators before the wgmmas that follow.
 __device__ __forceinline__ void fence_wgmma_operands() {

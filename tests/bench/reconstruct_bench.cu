@@ -215,8 +215,8 @@ __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict_
   for (uint32_t i = threadIdx.x; i < kOperandWords; i += blockDim.x) operands[i] = kOperand;
   gpu::detail::fence_shared_for_wgmma();
   __syncthreads();
-  constexpr uint32_t kLeading = gpu::detail::kCoreMatrixBytes;
-  constexpr uint32_t kStride = 2 * gpu::detail::kCoreMatrixBytes;
+  constexpr uint32_t kLeading = gpu::detail::kKStepLeadingBytes;
+  constexpr uint32_t kStride = gpu::detail::kKStepStrideBytes;
   const uint64_t a = gpu::detail::wgmma_descriptor(operands, kLeading, kStride);
   const uint64_t b = gpu::detail::wgmma_descriptor(
       operands + gpu::detail::kWgmmaRows * gpu::detail::kWgmmaDepth, kLeading, kStride);
@@ -245,7 +245,6 @@ __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict_
 double tf32_wgmma_peak_tflops(gpu::StreamView stream, int sms) {
   if (!gpu::fused_wgmma_supported()) return 0;
   constexpr uint32_t kIterations = 1U << 14;
-  constexpr uint32_t kWarpgroupThreads = 128;
   const uint32_t blocks = static_cast<uint32_t>(sms) * kWgmmaBlocksPerSm;
   gpu::DeviceBuffer out(std::size_t{blocks} * kThreads * sizeof(float));
   const auto times = time_ms(stream, 5, [&] {
@@ -253,7 +252,7 @@ double tf32_wgmma_peak_tflops(gpu::StreamView stream, int sms) {
     SVDSERVE_CUDA_CHECK(cudaGetLastError());
   });
   const double wgmmas =
-      double{kWgmmasPerGroup} * kIterations * blocks * (kThreads / kWarpgroupThreads);
+      double{kWgmmasPerGroup} * kIterations * blocks * (kThreads / gpu::detail::kWarpgroupThreads);
   return wgmmas * gpu::detail::kWgmmaFlops / (times.front() * 1e-3) / 1e12;
 }
 
