@@ -244,14 +244,13 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
 // 1.36-1.54x from k = 16, and slower below 6; tile128 is the fastest in between. A persistent-block variant
 // for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
 // wgmma (sm_90 only) ties tensor at k = 48 (within 2 % at 1024^2 and 256^2, 9-13 % faster on the
-// other three sizes) and is 1.05-1.24x faster from k = 64 (3 channels); at k = 16-32 it ties or
-// loses.
+// other three sizes) and is 1.05-1.24x faster from k = 64 (3 channels; 4 channels since session
+// 7: see reconstruct_fused_wgmma.cu); at k = 16-32 it ties or loses.
 constexpr uint32_t kRowsMaxRank = 1;
 constexpr uint32_t kTensorMinRank = 8;
 constexpr uint32_t kWgmmaMinRank = 48;
-// With 4 channels wgmma's staging tile leaves room for one block per SM, not two, and it is
-// slower than tensor (0.63 vs 0.55 ms at 1024^2, k = 256: the review's H100 run).
-constexpr uint32_t kWgmmaMaxChannels = 3;
+// The most channels wgmma keeps two blocks per SM for (its static_assert); up to then it is faster.
+constexpr uint32_t kWgmmaMaxChannels = 4;
 
 FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels, uint32_t channels,
                                uint32_t max_rank) noexcept {

@@ -3,25 +3,29 @@
 // reconstruct_fused_tensor.cu for the accuracy) on wgmma instead of mma.sync. The tensor
 // kernel's warps load and split every MMA operand from shared memory right before its mma.sync
 // and wait for it. Here:
-//  - each factor value is split once, when its slice is written to shared memory, into a big and
+//  - US, the A operand, stays in registers (wgmma's register-A form): each thread loads its own
+//    4 values of a k-step from global memory and splits them into big and small parts there;
+//  - V, the B operand, is split once, when its slice is written to shared memory, into a big and
 //    a small slice, laid out as wgmma reads them (wgmma_tf32.cuh): K-major core matrices;
 //  - each warpgroup (4 warps) hands its 64 x 128 half of the tile to the tensor cores as three
 //    wgmmas per k-step of 8 and goes on writing the next slice while they run; it waits for the
-//    previous k-step's wgmmas only (three slice buffers), and for all of them at a channel's end,
-//    where it rounds its accumulators into the staging tile;
-//  - the slices' global loads are issued two k-steps before they are written to shared memory;
+//    previous k-step's wgmmas only (three slice buffers, two sets of US registers), and for all
+//    of them at a channel's end, where it rounds its accumulators into the staging tile;
+//  - the global loads are issued two k-steps before they are used;
 //  - the first wgmma of a channel does not add to the accumulators (no zeroing between channels).
 // Block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 2 warpgroups, 2 blocks
-// per SM; the staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
+// per SM (up to 4 channels); the staging tile and its copy-out are tile128's
+// (reconstruct_tile_io.cuh, OutputTile).
 //
-// On the H100 (3 channels) it is 1.05-1.24x faster than tensor from k = 64 and ties it at k = 48,
-// but reaches only 39-52 % of its floor at the wgmma peak (docs/PERFORMANCE.md): Nsight Compute
-// puts the shared-memory pipe at 72 % and the tensor pipe at 49 %. Three wgmmas per k-step read
-// 18 KB of operands per warpgroup from shared memory, on top of the 16 KB of slices each block
-// writes per k-step. US from registers instead (wgmma's A operand may live there) was measured
-// slower (0.58 vs 0.47 ms at 1024^2, k = 256). The staging tile (51 KB for 3 channels) leaves
-// room for three slices of 8 at 2 blocks per SM, so deeper slices would cost a block per SM; with
-// 4 channels only one block fits, tensor is faster there and automatic picks it.
+// On the H100 it is faster than tensor from k = 48 (3 channels: 1.05-1.24x from k = 64) but
+// reaches only ~40-50 % of its floor at the wgmma peak (docs/PERFORMANCE.md). The US operand in
+// registers (session 7; before, US slices went through shared memory as V's do) took a third of
+// the shared-memory traffic away and ran at the same speed with 3 channels, but its smaller
+// shared-memory footprint (75 KB a block instead of 99 KB with 3 channels) lets 4 channels keep
+// two blocks per SM, where the shared-US kernel fitted one and lost to tensor. Measured there:
+// without the global loads (constants instead) the kernel runs 1.7x faster; with the loads
+// issued 4 k-steps ahead through a cp.async ring, or as 8-byte pairs, no faster: the loads cost
+// bandwidth or issue in the memory pipeline, not latency.
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
@@ -50,16 +54,17 @@ constexpr uint32_t kStages = 3;  // slice buffers: one read by the running wgmma
                                  // previous (perhaps still running), one being written
 constexpr uint32_t kValuesPerChunk = 4;  // TF32 values of k in one 16-byte core-matrix row
 
-// One part of a slice (the big or the small halves of US's 128 rows or V's 128 columns, k0 to
-// k0 + 7), K-major: 16 groups of 8 rows, each two core matrices (k0..k0+3, k0+4..k0+7).
+// One part of a slice (the big or the small halves of V's 128 columns, k0 to k0 + 7), K-major:
+// 16 groups of 8 columns, each two core matrices (k0..k0+3, k0+4..k0+7). US needs no slices: its
+// values reach the wgmmas in registers.
 constexpr uint32_t kPartBytes = kTile * kWgmmaDepth * sizeof(float);
-enum Part : uint32_t { kUsBig, kUsSmall, kVBig, kVSmall, kParts };
+enum Part : uint32_t { kVBig, kVSmall, kParts };
 constexpr uint32_t kStageBytes = kParts * kPartBytes;
 constexpr std::size_t kStagingOffset = std::size_t{kStages} * kStageBytes;
 static_assert(kStagingOffset % kStoreBytes == 0);
 static_assert(kTile * kWgmmaDepth / kValuesPerChunk == kThreads);  // a chunk per thread and part
 
-constexpr int kMinBlocksPerSm = 2;  // up to 3 channels; one block with 4 (see automatic's choice)
+constexpr int kMinBlocksPerSm = 2;
 
 template <uint32_t kChannels>
 constexpr uint32_t pitch() {
@@ -74,7 +79,7 @@ constexpr std::size_t shared_bytes() {
 // H100 / H200: 228 KiB of shared memory per SM, 1 KiB of it reserved per block.
 constexpr std::size_t kSharedBytesPerSm = 228 * 1024;
 constexpr std::size_t kReservedBytesPerBlock = 1024;
-static_assert(kMinBlocksPerSm * (shared_bytes<3>() + kReservedBytesPerBlock) <= kSharedBytesPerSm);
+static_assert(kMinBlocksPerSm * (shared_bytes<4>() + kReservedBytesPerBlock) <= kSharedBytesPerSm);
 static_assert(shared_bytes<4>() < (1U << 18));  // descriptor addresses: 14 bits of 16-byte units
 
 #if SVDSERVE_HAS_WGMMA
@@ -82,73 +87,95 @@ static_assert(shared_bytes<4>() < (1U << 18));  // descriptor addresses: 14 bits
 using detail::kWarpgroupThreads;
 constexpr uint32_t kWarpSize = 32;
 constexpr uint32_t kRowsPerWarp = kWgmmaRows / (kWarpgroupThreads / kWarpSize);
+constexpr uint32_t kFragmentRowGap = kRowsPerWarp / 2;  // a[1] and a[3]: 8 rows further
+constexpr uint32_t kFragmentKGap = kWgmmaDepth / 2;     // a[2] and a[3]: 4 values of k further
 constexpr uint32_t kLeadingBytes = detail::kKStepLeadingBytes;  // next 4 values of k
-constexpr uint32_t kStrideBytes = detail::kKStepStrideBytes;    // next 8 rows
+constexpr uint32_t kStrideBytes = detail::kKStepStrideBytes;    // next 8 columns
 
-// One thread's share of a slice: one row of US and one column of V (tile index = threadIdx % 128)
-// at 4 consecutive k (chunk = threadIdx / 128), zero past the image edge and for k >= rank.
-struct SliceChunk {
+// This thread's US operand of one k-step, split: its 4 values in the register-A layout
+// (wgmma_tf32), as big and small TF32 parts.
+struct UsFragment {
+  uint32_t big[kValuesPerChunk];
+  uint32_t small[kValuesPerChunk];
+};
+
+// One thread's share of a k-step, loaded from global memory: its US fragment (4 values) and one
+// column of V (tile column threadIdx % 128) at 4 consecutive k (chunk = threadIdx / 128); zero
+// past the image edge and for k >= rank.
+struct StepLoad {
   float us[kValuesPerChunk];
   float v[kValuesPerChunk];
 
-  // Split into big and small parts and written where wgmma reads them (16 bytes per part; a
+  // V split into big and small parts and written where wgmma reads them (16 bytes per part; a
   // quarter warp writes 128 contiguous bytes: no bank conflicts).
-  __device__ __forceinline__ void store(unsigned char* stage) const {
+  __device__ __forceinline__ void store_v(unsigned char* stage) const {
     const uint32_t index = threadIdx.x % kTile;
     const uint32_t offset = index / 8 * kStrideBytes + threadIdx.x / kTile * kLeadingBytes +
                             index % 8 * kStoreBytes;
-    uint4 us_big;
-    uint4 us_small;
-    uint4 v_big;
-    uint4 v_small;
-    split(us, us_big, us_small);
-    split(v, v_big, v_small);
-    *reinterpret_cast<uint4*>(stage + kUsBig * kPartBytes + offset) = us_big;
-    *reinterpret_cast<uint4*>(stage + kUsSmall * kPartBytes + offset) = us_small;
-    *reinterpret_cast<uint4*>(stage + kVBig * kPartBytes + offset) = v_big;
-    *reinterpret_cast<uint4*>(stage + kVSmall * kPartBytes + offset) = v_small;
+    uint32_t big[kValuesPerChunk];
+    uint32_t small[kValuesPerChunk];
+    split(v, big, small);
+    *reinterpret_cast<uint4*>(stage + kVBig * kPartBytes + offset) =
+        make_uint4(big[0], big[1], big[2], big[3]);
+    *reinterpret_cast<uint4*>(stage + kVSmall * kPartBytes + offset) =
+        make_uint4(small[0], small[1], small[2], small[3]);
+  }
+
+  __device__ __forceinline__ void split_us(UsFragment& fragment) const {
+    split(us, fragment.big, fragment.small);
   }
 
  private:
-  __device__ __forceinline__ static void split(const float (&x)[kValuesPerChunk], uint4& big,
-                                               uint4& small) {
-    const detail::SplitTf32 s0 = detail::split_tf32(x[0]);
-    const detail::SplitTf32 s1 = detail::split_tf32(x[1]);
-    const detail::SplitTf32 s2 = detail::split_tf32(x[2]);
-    const detail::SplitTf32 s3 = detail::split_tf32(x[3]);
-    big = make_uint4(s0.big, s1.big, s2.big, s3.big);
-    small = make_uint4(s0.small, s1.small, s2.small, s3.small);
+  __device__ __forceinline__ static void split(const float (&x)[kValuesPerChunk],
+                                               uint32_t (&big)[kValuesPerChunk],
+                                               uint32_t (&small)[kValuesPerChunk]) {
+#pragma unroll
+    for (uint32_t i = 0; i < kValuesPerChunk; ++i) {
+      const detail::SplitTf32 parts = detail::split_tf32(x[i]);
+      big[i] = parts.big;
+      small[i] = parts.small;
+    }
   }
 };
 
-// Reads this thread's chunks slice after slice, channel after channel (the order of the k-steps),
-// keeping its place: a pointer add per slice instead of the addresses worked out again.
-class SliceReader {
+// Reads this thread's share k-step after k-step, channel after channel (the order of the
+// k-steps), keeping its place: a pointer add per step instead of the addresses worked out again.
+class StepReader {
  public:
-  __device__ __forceinline__ SliceReader(const ReconstructTask& task, uint32_t slices,
-                                         uint32_t row0, uint32_t col0, uint32_t height,
-                                         uint32_t width)
+  __device__ __forceinline__ StepReader(const ReconstructTask& task, uint32_t slices,
+                                        uint32_t us_row, uint32_t col0, uint32_t height,
+                                        uint32_t width)
       : task_(task),
         height_(height),
         width_(width),
-        first_k_(threadIdx.x / kTile * kValuesPerChunk),
-        row_(row0 + threadIdx.x % kTile),
+        us_first_k_(threadIdx.x % 4),
+        v_first_k_(threadIdx.x / kTile * kValuesPerChunk),
+        us_row_(us_row),
         col_(col0 + threadIdx.x % kTile),
         slices_(slices) {
     start_channel(0);
   }
 
-  __device__ __forceinline__ void read(SliceChunk& chunk) {
+  __device__ __forceinline__ void read(StepLoad& load) {
+    const uint32_t rank = task_.rank;
+    const bool row_inside = us_row_ < height_;
+    const bool row_below_inside = us_row_ + kFragmentRowGap < height_;
+    const bool us_inside = k0_ + us_first_k_ < rank;
+    const bool us_later_inside = k0_ + us_first_k_ + kFragmentKGap < rank;
+    const float* const us_later = us_ + kFragmentKGap * height_;
+    load.us[0] = us_inside && row_inside ? __ldg(us_) : 0.0F;
+    load.us[1] = us_inside && row_below_inside ? __ldg(us_ + kFragmentRowGap) : 0.0F;
+    load.us[2] = us_later_inside && row_inside ? __ldg(us_later) : 0.0F;
+    load.us[3] = us_later_inside && row_below_inside ? __ldg(us_later + kFragmentRowGap) : 0.0F;
 #pragma unroll
     for (uint32_t i = 0; i < kValuesPerChunk; ++i) {
-      const bool inside = k_ + i < task_.rank;
-      chunk.us[i] = inside && row_ < height_ ? __ldg(us_ + i * height_) : 0.0F;
-      chunk.v[i] = inside && col_ < width_ ? __ldg(v_ + i * width_) : 0.0F;
+      const bool inside = k0_ + v_first_k_ + i < rank && col_ < width_;
+      load.v[i] = inside ? __ldg(v_ + i * width_) : 0.0F;
     }
     if (++slice_ == slices_) {
       start_channel(channel_ + 1);
     } else {
-      k_ += kWgmmaDepth;
+      k0_ += kWgmmaDepth;
       us_ += kWgmmaDepth * height_;
       v_ += kWgmmaDepth * width_;
     }
@@ -159,50 +186,45 @@ class SliceReader {
   __device__ __forceinline__ void start_channel(uint32_t channel) {
     channel_ = channel;
     slice_ = 0;
-    k_ = first_k_;
+    k0_ = 0;
     const detail::ChannelFactors f = detail::channel_factors(task_, channel, height_, width_);
-    us_ = f.us + std::size_t{first_k_} * height_ + row_;
-    v_ = f.v + std::size_t{first_k_} * width_ + col_;
+    us_ = f.us + std::size_t{us_first_k_} * height_ + us_row_;
+    v_ = f.v + std::size_t{v_first_k_} * width_ + col_;
   }
 
   const ReconstructTask& task_;
   uint32_t height_;
   uint32_t width_;
-  uint32_t first_k_;
-  uint32_t row_;
+  uint32_t us_first_k_;
+  uint32_t v_first_k_;
+  uint32_t us_row_;
   uint32_t col_;
   uint32_t slices_;
   uint32_t channel_ = 0;
   uint32_t slice_ = 0;
-  uint32_t k_ = 0;
+  uint32_t k0_ = 0;
   const float* us_ = nullptr;
   const float* v_ = nullptr;
 };
 
-// The descriptors of this warpgroup's operands in stage 0; stage s's are kStageBytes * s further
-// (the start address is the descriptor's low field, in 16-byte units).
+// The descriptors of V's parts in stage 0; stage s's are kStageBytes * s further (the start
+// address is the descriptor's low field, in 16-byte units).
 struct StageOperands {
-  uint64_t us_big;
-  uint64_t us_small;
   uint64_t v_big;
   uint64_t v_small;
 
-  __device__ __forceinline__ StageOperands(const unsigned char* stage0, uint32_t warpgroup) {
-    const uint32_t rows = warpgroup * kWgmmaRows / 8 * kStrideBytes;
-    us_big = descriptor(stage0 + kUsBig * kPartBytes + rows);
-    us_small = descriptor(stage0 + kUsSmall * kPartBytes + rows);
-    v_big = descriptor(stage0 + kVBig * kPartBytes);
-    v_small = descriptor(stage0 + kVSmall * kPartBytes);
-  }
+  __device__ __forceinline__ explicit StageOperands(const unsigned char* stage0)
+      : v_big(descriptor(stage0 + kVBig * kPartBytes)),
+        v_small(descriptor(stage0 + kVSmall * kPartBytes)) {}
 
   // The three wgmmas of one k-step from stage `stage` (small terms first, as tensor).
-  __device__ __forceinline__ void multiply(uint32_t stage, bool accumulate,
+  __device__ __forceinline__ void multiply(uint32_t stage, const UsFragment& us, bool accumulate,
                                            detail::WgmmaAccumulators& acc) const {
     const uint64_t shift = uint64_t{stage} * (kStageBytes >> 4);
     detail::fence_wgmma_operands();
-    detail::wgmma_tf32(acc, us_small + shift, v_big + shift, accumulate);
-    detail::wgmma_tf32(acc, us_big + shift, v_small + shift, true);
-    detail::wgmma_tf32(acc, us_big + shift, v_big + shift, true);
+    detail::wgmma_tf32(acc, us.small, v_big + shift, accumulate);
+    detail::wgmma_tf32(acc, us.big, v_small + shift, true);
+    detail::wgmma_tf32(acc, us.big, v_big + shift, true);
     detail::commit_wgmma_group();
   }
 
@@ -226,16 +248,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const detail::OutputTile<kTile, kThreads, kChannels, kPitch> tile(task, width);
   const uint32_t warpgroup = threadIdx.x / kWarpgroupThreads;
   const uint32_t lane = threadIdx.x % kWarpSize;
-  // The accumulator layout (wgmma_tf32): warp w of the warpgroup holds rows 16w + g and
-  // 16w + g + 8 (g = lane / 4), columns 8j + 2t and 8j + 2t + 1 (t = lane % 4).
+  // The accumulator layout (wgmma_tf32), and the US fragment's rows: warp w of the warpgroup
+  // holds rows 16w + g and 16w + g + 8 (g = lane / 4), columns 8j + 2t and 8j + 2t + 1
+  // (t = lane % 4).
   const uint32_t first_row = warpgroup * kWgmmaRows +
                              threadIdx.x % kWarpgroupThreads / kWarpSize * kRowsPerWarp + lane / 4;
   const uint32_t first_col = 2 * (lane % 4);
 
   const uint32_t slices = max(1U, (task.rank + kWgmmaDepth - 1) / kWgmmaDepth);
   const uint32_t steps = kChannels * slices;
-  const StageOperands operands(shared, warpgroup);
-  SliceReader reader(task, slices, tile.row0, tile.col0, height, width);
+  const StageOperands operands(shared);
+  StepReader reader(task, slices, tile.row0 + first_row, tile.col0, height, width);
 
   // Set once (the asm reads them); each channel's first wgmma then overwrites them.
   detail::WgmmaAccumulators acc = {};
@@ -243,7 +266,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const auto finish_channel = [&](uint32_t channel) {
 #pragma unroll
     for (uint32_t half = 0; half < 2; ++half) {
-      unsigned char* const stage_row = tile.staged(staging, first_row + 8 * half, channel);
+      unsigned char* const stage_row =
+          tile.staged(staging, first_row + kFragmentRowGap * half, channel);
 #pragma unroll
       for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
 #pragma unroll
@@ -261,15 +285,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   uint32_t channel = 0;
   uint32_t stage = 0;
   const auto next_stage = [](uint32_t s) { return s + 1 == kStages ? 0 : s + 1; };
-  // One k-step: its wgmmas start, then `next` (holding slice step + 1) is written to the next
-  // buffer and reloaded with slice step + 3: a global load has two steps to arrive.
-  const auto run_step = [&](uint32_t step, SliceChunk& next) {
-    operands.multiply(stage, slice != 0, acc);
+  // One k-step: its wgmmas start on `us` (this step's fragment), then `next` (holding step + 1)
+  // has its V written to the next buffer and, once the previous step's wgmmas are done with
+  // their registers, its US split into `next_us`; then it is reloaded with step + 3: a global
+  // load has two steps to arrive.
+  const auto run_step = [&](uint32_t step, StepLoad& next, const UsFragment& us,
+                            UsFragment& next_us) {
+    operands.multiply(stage, us, slice != 0, acc);
     stage = next_stage(stage);
-    if (step + 1 < steps) {
-      next.store(shared + stage * kStageBytes);
+    const bool more = step + 1 < steps;
+    if (more) {
+      next.store_v(shared + stage * kStageBytes);
       detail::fence_shared_for_wgmma();
-      if (step + 3 < steps) reader.read(next);
     }
     if (++slice == slices) {
       detail::wait_wgmma<0>();
@@ -278,23 +305,30 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       slice = 0;
       ++channel;
     } else {
-      detail::wait_wgmma<1>();  // the previous step's wgmmas: their buffer is written next
+      detail::wait_wgmma<1>();  // the previous step's wgmmas: their buffer and registers are next
+    }
+    if (more) {
+      next.split_us(next_us);
+      if (step + 3 < steps) reader.read(next);
     }
     __syncthreads();
   };
 
-  SliceChunk even;  // slices 1, 3, 5, ... in flight
-  SliceChunk odd;   // slices 2, 4, 6, ...
+  StepLoad even;  // steps 1, 3, 5, ... in flight
+  StepLoad odd;   // steps 2, 4, 6, ...
+  UsFragment even_us;  // the US of the even steps, split
+  UsFragment odd_us;
   reader.read(even);
-  even.store(shared);
+  even.store_v(shared);
+  even.split_us(even_us);
   if (steps > 1) reader.read(even);
   if (steps > 2) reader.read(odd);
   detail::fence_shared_for_wgmma();
   __syncthreads();
 #pragma unroll 1
   for (uint32_t step = 0; step < steps; step += 2) {
-    run_step(step, even);
-    if (step + 1 < steps) run_step(step + 1, odd);
+    run_step(step, even, even_us, odd_us);
+    if (step + 1 < steps) run_step(step + 1, odd, odd_us, even_us);
   }
   // Every group is complete already (the last step waited for all); saying so keeps ptxas from
   // putting a full wait inside the loop, which it cannot prove empty at the loop's exit.

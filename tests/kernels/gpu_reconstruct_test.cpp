@@ -561,8 +561,9 @@ TEST(FusedVariantChoice, ByOutputTypeAndRank) {
       gpu::fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 48), large_rank);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 256), large_rank);
-  // wgmma's shared memory fits one block per SM with 4 channels, where tensor (two) is faster.
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 4, 256),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 4, 256), large_rank)
+      << "wgmma keeps two blocks per SM with 4 channels (US in registers)";
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 4, 47),
             FusedVariant::tensor);
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 3, 1),
             FusedVariant::tile128);
