@@ -285,19 +285,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   uint32_t channel = 0;
   uint32_t stage = 0;
   const auto next_stage = [](uint32_t s) { return s + 1 == kStages ? 0 : s + 1; };
-  // One k-step: its wgmmas start on `us` (this step's fragment), then `next` (holding step + 1)
-  // has its V written to the next buffer and, once the previous step's wgmmas are done with
-  // their registers, its US split into `next_us`; then it is reloaded with step + 3: a global
-  // load has two steps to arrive.
-  const auto run_step = [&](uint32_t step, StepLoad& next, const UsFragment& us,
+  // One k-step: its wgmmas start on `us` (this step's fragment); once the previous step's
+  // wgmmas are done (their slice buffer and US registers free), `held` (step + 1's values) has its
+  // V written to the next buffer and its US split into `next_us`; then the fence that hands the
+  // slice to the tensor cores, and only after it `held` is reloaded with step + 2. The order
+  // matters: on sm_90 the proxy fence is a MEMBAR, which waits for every load the thread still has
+  // in flight, so loads issued before it would be waited for there (docs/PERFORMANCE.md, session 7).
+  const auto run_step = [&](uint32_t step, StepLoad& held, const UsFragment& us,
                             UsFragment& next_us) {
     operands.multiply(stage, us, slice != 0, acc);
     stage = next_stage(stage);
-    const bool more = step + 1 < steps;
-    if (more) {
-      next.store_v(shared + stage * kStageBytes);
-      detail::fence_shared_for_wgmma();
-    }
     if (++slice == slices) {
       detail::wait_wgmma<0>();
       detail::pin_accumulators(acc);
@@ -307,28 +304,28 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     } else {
       detail::wait_wgmma<1>();  // the previous step's wgmmas: their buffer and registers are next
     }
-    if (more) {
-      next.split_us(next_us);
-      if (step + 3 < steps) reader.read(next);
+    if (step + 1 < steps) {
+      held.store_v(shared + stage * kStageBytes);
+      held.split_us(next_us);
+      detail::fence_shared_for_wgmma();
+      if (step + 2 < steps) reader.read(held);
     }
     __syncthreads();
   };
 
-  StepLoad even;  // steps 1, 3, 5, ... in flight
-  StepLoad odd;   // steps 2, 4, 6, ...
+  StepLoad held;  // the next step's values, loaded a step ahead
   UsFragment even_us;  // the US of the even steps, split
   UsFragment odd_us;
-  reader.read(even);
-  even.store_v(shared);
-  even.split_us(even_us);
-  if (steps > 1) reader.read(even);
-  if (steps > 2) reader.read(odd);
+  reader.read(held);
+  held.store_v(shared);
+  held.split_us(even_us);
   detail::fence_shared_for_wgmma();
+  if (steps > 1) reader.read(held);
   __syncthreads();
 #pragma unroll 1
   for (uint32_t step = 0; step < steps; step += 2) {
-    run_step(step, even, even_us, odd_us);
-    if (step + 1 < steps) run_step(step + 1, odd, odd_us, even_us);
+    run_step(step, held, even_us, odd_us);
+    if (step + 1 < steps) run_step(step + 1, held, odd_us, even_us);
   }
   // Every group is complete already (the last step waited for all); saying so keeps ptxas from
   // putting a full wait inside the loop, which it cannot prove empty at the loop's exit.
