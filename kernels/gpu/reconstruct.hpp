@@ -41,12 +41,11 @@ struct ReconstructTask {
 //             than the FMAs; other ranks take a slow general path;
 //  - tensor:  128 x 128 tiles on the tensor cores (mma.sync TF32, each product split into
 //             three so the result keeps FP32 accuracy); u8 only. For larger k;
-//  - wgmma:   tensor's tiles and arithmetic on Hopper's asynchronous warpgroup MMA (operands
-//             split once into shared memory, the MMAs running while the warps write the next
-//             slice); u8 only, sm_90 devices only (elsewhere it runs tensor);
-//  - automatic: by output type, channels and rank (measured fastest): rows for u8 at rank 1,
-//               tile128 for u8 ranks 2 to 7, tensor from 8 (wgmma from 48 on sm_90 for up to
-//               3 channels), tile64 for f32.
+//  - wgmma:   tensor's tiles and arithmetic on Hopper's asynchronous warpgroup MMA (US in
+//             registers, V split once into shared memory, the MMAs running while the warps
+//             prepare the next k-step); u8 only, sm_90 devices only (elsewhere it runs tensor);
+//  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, tile128 for
+//               u8 ranks 2 to 7, from 8 wgmma on sm_90 and tensor elsewhere, tile64 for f32.
 enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor, wgmma };
 
 [[nodiscard]] const char* fused_variant_name(FusedVariant variant) noexcept;
@@ -57,7 +56,7 @@ enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor, wg
 
 // The variant a launch with these arguments runs (never automatic).
 [[nodiscard]] FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
-                                             uint32_t channels, uint32_t max_rank) noexcept;
+                                             uint32_t max_rank) noexcept;
 
 // tasks_device: `count` ReconstructTask in device memory. max_rank: the largest task rank, and
 // never less than any task's (rows compiles rank 1 apart and runs it when max_rank is 1); it also

@@ -243,16 +243,14 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
 // ties tile128 at k = 6 (within 6 % either way over the five sizes), is 6-13 % faster at k = 8,
 // 1.36-1.54x from k = 16, and slower below 6; tile128 is the fastest in between. A persistent-block variant
 // for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
-// wgmma (sm_90 only) ties tensor at k = 48 (within 2 % at 1024^2 and 256^2, 9-13 % faster on the
-// other three sizes) and is 1.05-1.24x faster from k = 64 (3 channels; 4 channels since session
-// 7: see reconstruct_fused_wgmma.cu); at k = 16-32 it ties or loses.
+// wgmma (sm_90 only), since session 7, ties tensor where the rank is a multiple of 16 (tensor's
+// slice depth; 12-16 and 32: within 5 %, up to 1.14x) and is faster elsewhere from 8 (its slices
+// are 8 deep): 1.12-1.29x at k = 8, 1.17-1.34x at 20-24 and 40, 1.05-1.32x from 48 on, with 1, 3
+// and 4 channels. So on sm_90 it takes tensor's ranks.
 constexpr uint32_t kRowsMaxRank = 1;
 constexpr uint32_t kTensorMinRank = 8;
-constexpr uint32_t kWgmmaMinRank = 48;
-// The most channels wgmma keeps two blocks per SM for (its static_assert); up to then it is faster.
-constexpr uint32_t kWgmmaMaxChannels = 4;
 
-FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels, uint32_t channels,
+FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
                                uint32_t max_rank) noexcept {
   if (pixels == OutputPixels::f32) return FusedVariant::tile64;  // the others are u8 only
   switch (requested) {
@@ -266,15 +264,14 @@ FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels, uint
   }
   if (max_rank <= kRowsMaxRank) return FusedVariant::rows;
   if (max_rank < kTensorMinRank) return FusedVariant::tile128;
-  const bool wgmma_faster = max_rank >= kWgmmaMinRank && channels <= kWgmmaMaxChannels;
-  return wgmma_faster && fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
+  return fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
 }
 
 void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
                               const ImageShape& shape, OutputPixels pixels, uint32_t max_rank,
                               StreamView stream, FusedVariant variant) {
   if (count == 0 || shape.width == 0 || shape.height == 0) return;
-  const FusedVariant chosen = fused_variant_for(variant, pixels, shape.channels, max_rank);
+  const FusedVariant chosen = fused_variant_for(variant, pixels, max_rank);
   const uint32_t tile_rows = chosen == FusedVariant::tile128  ? fused_tile128_rows()
                              : chosen == FusedVariant::tensor ? fused_tensor_rows()
                              : chosen == FusedVariant::wgmma  ? fused_wgmma_rows()

@@ -522,8 +522,7 @@ class ShapeRun {
     if (limits.tf32_wgmma_tflops > 0) {
       row.wgmma_ms = kTensorMmasPerProduct * row.flops / (limits.tf32_wgmma_tflops * 1e12) * 1e3;
     }
-    row.chosen = gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8,
-                                        shape_.channels, rank);
+    row.chosen = gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank);
 
     const std::vector<ReconstructTask> cublas_tasks = tasks(rank, cublas_out_);
     row.cublas_ms = median(time_ms(stream_, repeats, [&] {
@@ -533,7 +532,7 @@ class ShapeRun {
 
     const std::size_t values = out_bytes() * batch_;
     for (std::size_t v = 0; v < kVariantCount; ++v) {
-      if (gpu::fused_variant_for(kVariants[v], OutputPixels::u8, shape_.channels, rank) !=
+      if (gpu::fused_variant_for(kVariants[v], OutputPixels::u8, rank) !=
           kVariants[v]) {
         continue;
       }

@@ -543,44 +543,38 @@ TEST_F(GpuReconstructTest, FusedRejectsMoreThanFourChannels) {
 // Host-side only; no device needed.
 TEST(FusedVariantChoice, ByOutputTypeAndRank) {
   using gpu::FusedVariant;
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 1),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 1),
             FusedVariant::rows);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 2),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 2),
             FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 3),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3),
             FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 7),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 7),
             FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 8),
-            FusedVariant::tensor);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 16),
-            FusedVariant::tensor);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 47),
-            FusedVariant::tensor);
-  const FusedVariant large_rank =
+  // From 8 on: wgmma on sm_90 (since session 7 never slower than tensor there), tensor elsewhere.
+  const FusedVariant tensor_ranks =
       gpu::fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 48), large_rank);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3, 256), large_rank);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 4, 256), large_rank)
-      << "wgmma keeps two blocks per SM with 4 channels (US in registers)";
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 4, 47),
-            FusedVariant::tensor);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 3, 1),
+  for (const uint32_t rank : {8U, 16U, 47U, 48U, 256U}) {
+    EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank),
+              tensor_ranks)
+        << "rank " << rank;
+  }
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 1),
             FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile64, OutputPixels::u8, 3, 256),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile64, OutputPixels::u8, 256),
             FusedVariant::tile64);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::rows, OutputPixels::u8, 3, 256),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::rows, OutputPixels::u8, 256),
             FusedVariant::rows);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tensor, OutputPixels::u8, 3, 1),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tensor, OutputPixels::u8, 1),
             FusedVariant::tensor);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::wgmma, OutputPixels::u8, 3, 64),
+  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::wgmma, OutputPixels::u8, 64),
             gpu::fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor)
       << "wgmma runs tensor on devices other than sm_90";
   for (const FusedVariant requested : {FusedVariant::automatic, FusedVariant::tile64,
                                        FusedVariant::tile128, FusedVariant::rows,
                                        FusedVariant::tensor, FusedVariant::wgmma}) {
     for (const uint32_t rank : {1U, 256U}) {
-      EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, 3, rank),
+      EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, rank),
                 FusedVariant::tile64)
           << "tile128, rows, tensor and wgmma are u8 only";
     }
