@@ -11,21 +11,21 @@
 //    wgmmas per k-step of 8 and goes on writing the next slice while they run; it waits for the
 //    previous k-step's wgmmas only (three slice buffers, two sets of US registers), and for all
 //    of them at a channel's end, where it rounds its accumulators into the staging tile;
-//  - the global loads are issued two k-steps before they are used;
+//  - each k-step's global loads are issued one k-step before their use, right after that step's
+//    proxy fence (see run_step: on sm_90 the fence also waits for loads in flight);
 //  - the first wgmma of a channel does not add to the accumulators (no zeroing between channels).
 // Block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 2 warpgroups, 2 blocks
 // per SM (up to 4 channels); the staging tile and its copy-out are tile128's
 // (reconstruct_tile_io.cuh, OutputTile).
 //
-// On the H100 it is faster than tensor from k = 48 (3 channels: 1.05-1.24x from k = 64) but
-// reaches only ~40-50 % of its floor at the wgmma peak (docs/PERFORMANCE.md). The US operand in
-// registers (session 7; before, US slices went through shared memory as V's do) took a third of
-// the shared-memory traffic away and ran at the same speed with 3 channels, but its smaller
-// shared-memory footprint (75 KB a block instead of 99 KB with 3 channels) lets 4 channels keep
-// two blocks per SM, where the shared-US kernel fitted one and lost to tensor. Measured there:
-// without the global loads (constants instead) the kernel runs 1.7x faster; with the loads
-// issued 4 k-steps ahead through a cp.async ring, or as 8-byte pairs, no faster: the loads cost
-// bandwidth or issue in the memory pipeline, not latency.
+// On the H100 it ties tensor at ranks that are multiples of 16 (tensor's slice depth) and is
+// faster at the others from 8 on (1.05-1.34x), with 1, 3 and 4 channels, but reaches only 42-57 %
+// of its floor at the wgmma peak (docs/PERFORMANCE.md). Measured there (session 7): US in
+// registers (before, US slices went through shared memory as V's do) took a third of the
+// shared-memory traffic away at the same speed, and its smaller footprint (75 KB a block instead
+// of 99 KB with 3 channels) gives 4 channels two blocks per SM; without the global loads the
+// kernel runs 1.7x faster, and the loads after the fence gained 6-12 %; loads by the copy engine
+// (512-byte bulk copies), by one warpgroup for both, or by a ninth loader warp were all slower.
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
