@@ -44,8 +44,9 @@ struct ReconstructTask {
 //  - wgmma:   tensor's tiles and arithmetic on Hopper's asynchronous warpgroup MMA (US in
 //             registers, V split once into shared memory, the MMAs running while the warps
 //             prepare the next k-step); u8 only, sm_90 devices only (elsewhere it runs tensor);
-//  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, tile128 for
-//               u8 ranks 2 to 7, from 8 wgmma on sm_90 and tensor elsewhere, tile64 for f32.
+//  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, from rank 2
+//               wgmma on sm_90, elsewhere tile128 for u8 ranks 2 to 7 and tensor from 8; tile64
+//               for f32.
 enum class FusedVariant : uint8_t { automatic, tile64, tile128, rows, tensor, wgmma };
 
 [[nodiscard]] const char* fused_variant_name(FusedVariant variant) noexcept;

@@ -245,8 +245,9 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
 // for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
 // wgmma (sm_90 only), since session 7, ties tensor where the rank is a multiple of 16 (tensor's
 // slice depth; 12-16 and 32: within 5 %, up to 1.14x) and is faster elsewhere from 8 (its slices
-// are 8 deep): 1.12-1.29x at k = 8, 1.17-1.34x at 20-24 and 40, 1.05-1.32x from 48 on, with 1, 3
-// and 4 channels. So on sm_90 it takes tensor's ranks.
+// are 8 deep): 1.12-1.29x at k = 8, 1.17-1.34x at 20-24 and 40, 1.05-1.32x from 48 on; and it
+// beats tile128 at 2-7 (k = 2: 1.02-1.25x, k = 4: 1.09-1.38x, k = 6: 1.22-1.35x), with 1, 3 and
+// 4 channels. So on sm_90 it takes every rank but 1.
 constexpr uint32_t kRowsMaxRank = 1;
 constexpr uint32_t kTensorMinRank = 8;
 
@@ -263,8 +264,8 @@ FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
     case FusedVariant::automatic: break;
   }
   if (max_rank <= kRowsMaxRank) return FusedVariant::rows;
-  if (max_rank < kTensorMinRank) return FusedVariant::tile128;
-  return fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
+  if (fused_wgmma_supported()) return FusedVariant::wgmma;
+  return max_rank < kTensorMinRank ? FusedVariant::tile128 : FusedVariant::tensor;
 }
 
 void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,

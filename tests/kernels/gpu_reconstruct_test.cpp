@@ -545,18 +545,17 @@ TEST(FusedVariantChoice, ByOutputTypeAndRank) {
   using gpu::FusedVariant;
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 1),
             FusedVariant::rows);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 2),
-            FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 3),
-            FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 7),
-            FusedVariant::tile128);
-  // From 8 on: wgmma on sm_90 (since session 7 never slower than tensor there), tensor elsewhere.
-  const FusedVariant tensor_ranks =
-      gpu::fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
+  // From rank 2: wgmma on sm_90 (session 7: never slower than tile128 or tensor there);
+  // elsewhere tile128 up to 7 and tensor from 8.
+  const bool wgmma = gpu::fused_wgmma_supported();
+  for (const uint32_t rank : {2U, 3U, 7U}) {
+    EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank),
+              wgmma ? FusedVariant::wgmma : FusedVariant::tile128)
+        << "rank " << rank;
+  }
   for (const uint32_t rank : {8U, 16U, 47U, 48U, 256U}) {
     EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank),
-              tensor_ranks)
+              wgmma ? FusedVariant::wgmma : FusedVariant::tensor)
         << "rank " << rank;
   }
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 1),
