@@ -532,8 +532,7 @@ class ShapeRun {
 
     const std::size_t values = out_bytes() * batch_;
     for (std::size_t v = 0; v < kVariantCount; ++v) {
-      if (gpu::fused_variant_for(kVariants[v], OutputPixels::u8, rank) !=
-          kVariants[v]) {
+      if (gpu::fused_variant_for(kVariants[v], OutputPixels::u8, rank) != kVariants[v]) {
         continue;
       }
       const std::vector<ReconstructTask> fused_tasks = tasks(rank, variant_out_[v]);
