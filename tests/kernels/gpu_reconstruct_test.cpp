@@ -408,7 +408,7 @@ std::vector<ShapeCase> shape_cases() {
   };
   constexpr Named kShapes[] = {{"square", 256, 256}, {"wide", 300, 97}, {"tall", 97, 300},
                                {"single_pixel", 1, 1}, {"tiny", 7, 5}};
-  constexpr uint32_t kChannels[] = {1, 3, 4};
+  constexpr uint32_t kChannels[] = {1, 2, 3, 4};  // 2: grey + alpha
   constexpr uint32_t kRanks[] = {1, 5, 16, 64};
   constexpr std::size_t kUnalignedLead = 3;
   std::vector<ShapeCase> cases;
@@ -540,7 +540,8 @@ TEST_F(GpuReconstructTest, FusedRejectsMoreThanFourChannels) {
   }
 }
 
-// Host-side only; no device needed.
+// The choice alone (nothing launched). It asks the device whether it runs wgmma: on an sm_90
+// device the automatic ranks expect wgmma, elsewhere (or without a device) tile128 and tensor.
 TEST(FusedVariantChoice, ByOutputTypeAndRank) {
   using gpu::FusedVariant;
   EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 1),
