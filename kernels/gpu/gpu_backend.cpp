@@ -17,6 +17,7 @@
 #include "kernels/gpu/device_memory_pool.hpp"
 #include "kernels/gpu/gpu_decompose.hpp"
 #include "kernels/gpu/gpu_reconstruct.hpp"
+#include "kernels/gpu/reconstruct.hpp"
 #include "kernels/gpu/stream_pool.hpp"
 #include "kernels/trace.hpp"
 
@@ -39,7 +40,11 @@ const GpuBackendOptions& on_device(const GpuBackendOptions& options) {
 class GpuBackend final : public Backend {
  public:
   explicit GpuBackend(const GpuBackendOptions& options)
-      : options_(on_device(options)), streams_(std::max(1u, options.streams)) {
+      : options_(on_device(options)),
+        streams_(std::max(1u, options.streams)),
+        // The fused path on an sm_90 device reads the factors as wgmma operands: written at
+        // decompose, next to the canonical ones (gpu_factors.hpp).
+        wgmma_operands_(!options.reconstruct_with_cublas && fused_wgmma_supported()) {
     cudaDeviceProp properties{};
     SVDSERVE_CUDA_CHECK(cudaGetDeviceProperties(&properties, options.device));
     std::size_t free_bytes = 0, total_bytes = 0;
@@ -70,7 +75,8 @@ class GpuBackend final : public Backend {
     if (max_rank == 0) throw InvalidArgument("max_rank must be at least 1");
     const uint32_t rank = std::min(max_rank, images.front()->shape.full_rank());
     auto context = streams_.acquire();
-    DecomposeOutcome outcome = decompose_batch(*context, images, rank, options_.svd_method, *pool_);
+    DecomposeOutcome outcome = decompose_batch(*context, images, rank, options_.svd_method, *pool_,
+                                                 wgmma_operands_);
     const SvdReport& report = outcome.report;
     svd_matrices_ += static_cast<uint64_t>(report.checked);
     svd_matrices_redone_ += static_cast<uint64_t>(report.recomputed);
@@ -148,6 +154,7 @@ class GpuBackend final : public Backend {
  private:
   GpuBackendOptions options_;
   StreamPool streams_;
+  bool wgmma_operands_;
   std::size_t budget_bytes_ = 0;
   std::size_t total_bytes_ = 0;
   std::atomic<uint64_t> svd_matrices_{0};

@@ -95,7 +95,8 @@ void upload_matrices(StreamContext& context, std::span<const DecodedImage* const
 
 DecomposeOutcome decompose_batch(StreamContext& context,
                                  std::span<const DecodedImage* const> images, uint32_t rank,
-                                 SvdMethod method, DeviceMemoryPool& pool) {
+                                 SvdMethod method, DeviceMemoryPool& pool,
+                                 bool with_wgmma_operands) {
   const ImageShape shape = common_shape(images);
   const StreamView stream = context.stream.view();
   // A row-major h x w plane is a column-major w x h matrix. cuSOLVER wants m >= n: wide and
@@ -128,7 +129,8 @@ DecomposeOutcome decompose_batch(StreamContext& context,
   {
     trace::ScopedRange stage("store_factors");
     for (std::size_t i = 0; i < images.size(); ++i) {
-      allocations.push_back(pool.allocate(GpuFactors::bytes_for(shape, rank), stream));
+      allocations.push_back(
+          pool.allocate(GpuFactors::bytes_for(shape, rank, with_wgmma_operands), stream));
       float* us_out = allocations.back().floats();
       float* v_out = us_out + std::size_t{shape.channels} * h * r;
       for (uint32_t c = 0; c < shape.channels; ++c) {
@@ -140,6 +142,12 @@ DecomposeOutcome decompose_batch(StreamContext& context,
         SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(v_out + c * std::size_t(w) * r,
                                             v_source + index * w * r, sizeof(float) * w * r,
                                             cudaMemcpyDeviceToDevice, stream.value()));
+      }
+      if (with_wgmma_operands) {
+        write_wgmma_operands(us_out, v_out, WgmmaOperandLayout{shape, rank},
+                             reinterpret_cast<std::byte*>(us_out) +
+                                 GpuFactors::wgmma_operands_offset(shape, rank),
+                             stream);
       }
     }
     context.staging_out.grow_to(matrices * rank * sizeof(float));
@@ -160,7 +168,8 @@ DecomposeOutcome decompose_batch(StreamContext& context,
       energy += norms_squared[i * shape.channels + c];
     }
     outcome.factors.push_back(std::make_shared<GpuFactors>(shape, rank, std::move(spectra), energy,
-                                                           std::move(allocations[i])));
+                                                           std::move(allocations[i]),
+                                                           with_wgmma_operands));
   }
   return outcome;
 }

@@ -22,11 +22,12 @@ struct DecomposeOutcome {
 };
 
 // images: all of one shape (any sample types). rank: 1..shape.full_rank().
+// with_wgmma_operands: also write the factors as the wgmma kernel reads them (gpu_factors.hpp).
 // Throws InvalidArgument for a non-finite sample, InternalError when the solver fails,
 // ResourceExhausted when the pool cannot hold the factors.
 [[nodiscard]] DecomposeOutcome decompose_batch(StreamContext& context,
                                                std::span<const DecodedImage* const> images,
                                                uint32_t rank, SvdMethod method,
-                                               DeviceMemoryPool& pool);
+                                               DeviceMemoryPool& pool, bool with_wgmma_operands);
 
 }  // namespace svdserve::gpu

@@ -1,31 +1,60 @@
 #pragma once
-// One image's factors in device memory, in the layout kernels/gpu/reconstruct.hpp describes:
-// [US_0 .. US_{C-1}][V_0 .. V_{C-1}], fp32, one pool allocation per image.
+// One image's factors in device memory, one pool allocation per image: the canonical layout
+// kernels/gpu/reconstruct.hpp describes, [US_0 .. US_{C-1}][V_0 .. V_{C-1}], fp32, and, where the
+// wgmma kernel will read them (an sm_90 device, fused path), the same factors as its operands
+// (wgmma_operands.hpp) after it: US's bytes plus twice V's again, so on an H100 an image holds
+// about 2.5x the canonical bytes (the price of a 1.2-1.3x faster reconstruction; see
+// docs/PERFORMANCE.md). bytes_resident() counts both.
+
+#include <cstddef>
 
 #include "kernels/factors.hpp"
 #include "kernels/gpu/device_memory_pool.hpp"
+#include "kernels/gpu/wgmma_operands.hpp"
 
 namespace svdserve::gpu {
 
 class GpuFactors final : public Factors {
  public:
   GpuFactors(ImageShape shape, uint32_t rank_kept, std::vector<std::vector<float>> singular_values,
-             double energy, DeviceAllocation memory)
-      : Factors(shape, rank_kept, std::move(singular_values), energy), memory_(std::move(memory)) {}
+             double energy, DeviceAllocation memory, bool has_wgmma_operands)
+      : Factors(shape, rank_kept, std::move(singular_values), energy),
+        memory_(std::move(memory)),
+        has_wgmma_operands_(has_wgmma_operands) {}
 
   [[nodiscard]] std::size_t bytes_resident() const noexcept override { return memory_.bytes(); }
   [[nodiscard]] const float* us() const noexcept { return memory_.floats(); }
   [[nodiscard]] const float* v() const noexcept {
     return memory_.floats() + std::size_t{shape().channels} * shape().height * rank_kept();
   }
+  // nullptr where the image has none.
+  [[nodiscard]] const void* wgmma_operands() const noexcept {
+    if (!has_wgmma_operands_) return nullptr;
+    return reinterpret_cast<const std::byte*>(memory_.floats()) +
+           wgmma_operands_offset(shape(), rank_kept());
+  }
 
-  [[nodiscard]] static std::size_t bytes_for(const ImageShape& shape, uint32_t rank) noexcept {
+  [[nodiscard]] static std::size_t bytes_for(const ImageShape& shape, uint32_t rank,
+                                             bool with_wgmma_operands) noexcept {
+    if (!with_wgmma_operands) return canonical_bytes(shape, rank);
+    return wgmma_operands_offset(shape, rank) + WgmmaOperandLayout{shape, rank}.bytes();
+  }
+  // Where the operands start: after the canonical factors, aligned for the bulk copies.
+  [[nodiscard]] static std::size_t wgmma_operands_offset(const ImageShape& shape,
+                                                         uint32_t rank) noexcept {
+    constexpr std::size_t kAlignment = 256;
+    return (canonical_bytes(shape, rank) + kAlignment - 1) / kAlignment * kAlignment;
+  }
+
+ private:
+  [[nodiscard]] static std::size_t canonical_bytes(const ImageShape& shape,
+                                                   uint32_t rank) noexcept {
     return std::size_t{shape.channels} * rank * (std::size_t{shape.height} + shape.width) *
            sizeof(float);
   }
 
- private:
   DeviceAllocation memory_;
+  bool has_wgmma_operands_;
 };
 
 }  // namespace svdserve::gpu

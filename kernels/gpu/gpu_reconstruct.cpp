@@ -48,7 +48,8 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
     const GpuFactors& factors = checked_factors(items[i], shape);
     offsets[i] = output_bytes;
     output_bytes += items[i].output.size();
-    tasks[i] = {factors.us(), factors.v(), items[i].rank, factors.rank_kept(), nullptr};
+    tasks[i] = {factors.us(), factors.v(), items[i].rank, factors.rank_kept(), nullptr,
+                factors.wgmma_operands()};
   }
   // Everything that can fail on the host (allocations, pointer queries) before the first enqueue.
   std::vector<char> pinned(items.size());
@@ -71,13 +72,21 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
   std::vector<Launch> launches;
   for (OutputPixels pixels : {OutputPixels::u8, OutputPixels::f32}) {
     Launch launch{pixels, table.size(), 0, 0};
+    bool all_have_wgmma_operands = true;
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (items[i].pixels != pixels) continue;
       table.push_back(tasks[i]);
       launch.max_rank = std::max(launch.max_rank, items[i].rank);
+      all_have_wgmma_operands = all_have_wgmma_operands && tasks[i].wgmma_operands != nullptr;
     }
     launch.count = table.size() - launch.first;
-    if (launch.count > 0) launches.push_back(launch);
+    if (launch.count == 0) continue;
+    if (!use_cublas && !all_have_wgmma_operands &&
+        fused_variant_for(FusedVariant::automatic, pixels, launch.max_rank) ==
+            FusedVariant::wgmma) {
+      throw InternalError("factors without wgmma operands on a device that runs wgmma");
+    }
+    launches.push_back(launch);
   }
   const std::size_t table_bytes = table.size() * sizeof(ReconstructTask);
   if (use_cublas) {

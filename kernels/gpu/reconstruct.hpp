@@ -27,6 +27,9 @@ struct ReconstructTask {
   uint32_t rank = 0;       // terms used: 1..rank_kept
   uint32_t rank_kept = 0;  // leading dimension in rank units
   void* out = nullptr;     // device; shape.values() u8 or f32, row-major, channels interleaved
+  // The same factors as the wgmma variant reads them (wgmma_operands.hpp): required in every task
+  // of a launch that runs wgmma (fused_variant_for gives wgmma), unused by the other variants.
+  const void* wgmma_operands = nullptr;
 };
 
 // The fused kernel comes in variants. The first three give bit-identical pixels (same summation
@@ -41,9 +44,9 @@ struct ReconstructTask {
 //             than the FMAs; other ranks take a slow general path;
 //  - tensor:  128 x 128 tiles on the tensor cores (mma.sync TF32, each product split into
 //             three so the result keeps FP32 accuracy); u8 only. For larger k;
-//  - wgmma:   tensor's tiles and arithmetic on Hopper's asynchronous warpgroup MMA (US in
-//             registers, V split once into shared memory, the MMAs running while the warps
-//             prepare the next k-step); u8 only, sm_90 devices only (elsewhere it runs tensor);
+//  - wgmma:   tensor's tiles and arithmetic on Hopper's asynchronous warpgroup MMA, its operands
+//             (ReconstructTask::wgmma_operands) streamed into shared memory by the copy engine
+//             while the MMAs run; u8 only, sm_90 devices only (elsewhere it runs tensor);
 //  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, from rank 2
 //               wgmma on sm_90, elsewhere tile128 for u8 ranks 2 to 7 and tensor from 8; tile64
 //               for f32.

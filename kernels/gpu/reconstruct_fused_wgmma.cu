@@ -1,31 +1,31 @@
 // Fused reconstruction on Hopper's asynchronous warpgroup MMA (FusedVariant::wgmma), u8 output
 // only: the tensor kernel's tiles and arithmetic (3xTF32: big*big + big*small + small*big, see
-// reconstruct_fused_tensor.cu for the accuracy) on wgmma instead of mma.sync. The tensor
-// kernel's warps load and split every MMA operand from shared memory right before its mma.sync
-// and wait for it. Here:
-//  - US, the A operand, stays in registers (wgmma's register-A form): each thread loads its own
-//    4 values of a k-step from global memory and splits them into big and small parts there;
-//  - V, the B operand, is split once, when its slice is written to shared memory, into a big and
-//    a small slice, laid out as wgmma reads them (wgmma_tf32.cuh): K-major core matrices;
+// reconstruct_fused_tensor.cu for the accuracy) on wgmma instead of mma.sync, fed by the copy
+// engine. It reads the factors from their wgmma operands (wgmma_operands.hpp), written once when
+// the image is decomposed, not from the canonical layout:
+//  - each k-step's operands (the tile's 128 rows of US, raw, and 128 columns of V, already split
+//    into TF32 big and small parts in wgmma's layout) arrive in a ring of shared-memory stages
+//    by two bulk copies that thread 0 issues up to a ring's length ahead; a stage's barrier
+//    (mbarrier) says when its bytes have landed. No thread loads a factor from global memory and
+//    none writes an operand to shared memory, so there is no proxy fence in the k loop;
+//  - US, the A operand, reaches the wgmmas in registers (wgmma's register-A form): each thread
+//    reads its 4 values of the step from the stage with one 16-byte load and splits them;
 //  - each warpgroup (4 warps) hands its 64 x 128 half of the tile to the tensor cores as three
-//    wgmmas per k-step of 8 and goes on writing the next slice while they run; it waits for the
-//    previous k-step's wgmmas only (three slice buffers, two sets of US registers), and for all
-//    of them at a channel's end, where it rounds its accumulators into the staging tile;
-//  - each k-step's global loads are issued one k-step before their use, right after that step's
-//    proxy fence (see run_step: on sm_90 the fence also waits for loads in flight);
-//  - the first wgmma of a channel does not add to the accumulators (no zeroing between channels).
+//    wgmmas per k-step of 8 and waits for the previous k-step's only (two sets of US registers),
+//    and for all of them at a channel's end, where it rounds its accumulators into the staging
+//    tile; the first wgmma of a channel does not add to the accumulators;
+//  - a stage is refilled once every warp is done with it: a block barrier every other k-step
+//    (every k-step when the ring is short), after which thread 0 refills every free stage.
 // Block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 2 warpgroups, 2 blocks
-// per SM (up to 4 channels); the staging tile and its copy-out are tile128's
-// (reconstruct_tile_io.cuh, OutputTile).
+// per SM (up to 4 channels; the ring is as long as that allows: 6 stages with 1 or 2 channels,
+// 5 with 3, 3 with 4); the staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh,
+// OutputTile).
 //
-// On the H100 it ties tensor at ranks that are multiples of 16 (tensor's slice depth) and is
-// faster at the others from 8 on (1.05-1.34x), with 1, 3 and 4 channels, but reaches only 42-57 %
-// of its floor at the wgmma peak (docs/PERFORMANCE.md). Measured there (session 7): US in
-// registers (before, US slices went through shared memory as V's do) took a third of the
-// shared-memory traffic away at the same speed, and its smaller footprint (75 KB a block instead
-// of 99 KB with 3 channels) gives 4 channels two blocks per SM; without the global loads the
-// kernel runs 1.7x faster, and the loads after the fence gained 6-12 %; loads by the copy engine
-// (512-byte bulk copies), by one warpgroup for both, or by a ninth loader warp were all slower.
+// Measured on the H100 (docs/PERFORMANCE.md, session 8): 1.2-1.3x faster than session 7's kernel,
+// which loaded the factors from their canonical layout into registers and split V into shared
+// memory itself (a proxy fence per k-step, which on sm_90 also waits for the loads in flight).
+// Ring refills gated by per-stage "empty" barriers instead of the block barrier were slower
+// (thread 0 waiting on them, or polling them without waiting: 0.44 ms against 0.31-0.34).
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
@@ -35,10 +35,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/gpu/bulk_load.cuh"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/reconstruct_tile_pipeline.cuh"
 #include "kernels/gpu/tf32_mma.cuh"
+#include "kernels/gpu/wgmma_operands.hpp"
 #include "kernels/gpu/wgmma_tf32.cuh"
 
 namespace svdserve::gpu {
@@ -47,22 +49,17 @@ namespace {
 using detail::kStoreBytes;
 using detail::kWgmmaDepth;
 using detail::kWgmmaRows;
+using Layout = WgmmaOperandLayout;
 
-constexpr uint32_t kTile = 128;
+constexpr uint32_t kTile = Layout::kTile;
 constexpr uint32_t kThreads = 256;  // two warpgroups: tile rows 0-63 and 64-127
-constexpr uint32_t kStages = 3;  // slice buffers: one read by the running wgmmas, one by the
-                                 // previous (perhaps still running), one being written
-constexpr uint32_t kValuesPerChunk = 4;  // TF32 values of k in one 16-byte core-matrix row
+static_assert(kWgmmaDepth == Layout::kDepth && kTile == 2 * kWgmmaRows);
 
-// One part of a slice (the big or the small halves of V's 128 columns, k0 to k0 + 7), K-major:
-// 16 groups of 8 columns, each two core matrices (k0..k0+3, k0+4..k0+7). US needs no slices: its
-// values reach the wgmmas in registers.
-constexpr uint32_t kPartBytes = kTile * kWgmmaDepth * sizeof(float);
-enum Part : uint32_t { kVBig, kVSmall, kParts };
-constexpr uint32_t kStageBytes = kParts * kPartBytes;
-constexpr std::size_t kStagingOffset = std::size_t{kStages} * kStageBytes;
-static_assert(kStagingOffset % kStoreBytes == 0);
-static_assert(kTile * kWgmmaDepth / kValuesPerChunk == kThreads);  // a chunk per thread and part
+// A stage holds one k-step's operands as they arrive (wgmma_operands.hpp): the US block, then
+// V's big and small parts.
+constexpr uint32_t kUsBytes = Layout::kUsStepBytes;
+constexpr uint32_t kStageBytes = kUsBytes + Layout::kVStepBytes;
+static_assert(kStageBytes % kStoreBytes == 0);  // the staging tile after the stages: aligned
 
 constexpr int kMinBlocksPerSm = 2;
 
@@ -71,140 +68,144 @@ constexpr uint32_t pitch() {
   return detail::staging_pitch<uint8_t, kChannels, kTile>();
 }
 
-template <uint32_t kChannels>
-constexpr std::size_t shared_bytes() {
-  return kStagingOffset + std::size_t{kTile} * pitch<kChannels>();
-}
-
 // H100 / H200: 228 KiB of shared memory per SM, 1 KiB of it reserved per block.
 constexpr std::size_t kSharedBytesPerSm = 228 * 1024;
 constexpr std::size_t kReservedBytesPerBlock = 1024;
-static_assert(kMinBlocksPerSm * (shared_bytes<4>() + kReservedBytesPerBlock) <= kSharedBytesPerSm);
-static_assert(shared_bytes<4>() < (1U << 18));  // descriptor addresses: 14 bits of 16-byte units
+constexpr uint32_t kMaxStages = 6;
+
+// Shared memory: the stages, the staging tile, then the stages' barriers.
+template <uint32_t kChannels>
+constexpr std::size_t shared_bytes_with(uint32_t stages) {
+  return std::size_t{stages} * kStageBytes + std::size_t{kTile} * pitch<kChannels>() +
+         std::size_t{stages} * sizeof(uint64_t);
+}
+
+// As many stages as let two blocks share an SM, up to kMaxStages (3 with 4 channels, 5 with 3).
+template <uint32_t kChannels>
+constexpr uint32_t stages() {
+  uint32_t s = kMaxStages;
+  while (kMinBlocksPerSm * (shared_bytes_with<kChannels>(s) + kReservedBytesPerBlock) >
+         kSharedBytesPerSm) {
+    --s;
+  }
+  return s;
+}
+
+template <uint32_t kChannels>
+constexpr std::size_t shared_bytes() {
+  return shared_bytes_with<kChannels>(stages<kChannels>());
+}
+
+static_assert(stages<1>() == 6 && stages<2>() == 6 && stages<3>() == 5 && stages<4>() == 3);
+static_assert(shared_bytes<1>() < (1U << 18));  // descriptor addresses: 14 bits of 16-byte units
 
 #if SVDSERVE_HAS_WGMMA
 
-using detail::kWarpgroupThreads;
 constexpr uint32_t kWarpSize = 32;
-constexpr uint32_t kRowsPerWarp = kWgmmaRows / (kWarpgroupThreads / kWarpSize);
-constexpr uint32_t kFragmentRowGap = kRowsPerWarp / 2;  // a[1] and a[3]: 8 rows further
-constexpr uint32_t kFragmentKGap = kWgmmaDepth / 2;     // a[2] and a[3]: 4 values of k further
+constexpr uint32_t kPartBytes = Layout::kVStepBytes / 2;  // one part of V
+constexpr uint32_t kValuesPerThread = 4;  // US values of one k-step a thread holds
 constexpr uint32_t kLeadingBytes = detail::kKStepLeadingBytes;  // next 4 values of k
 constexpr uint32_t kStrideBytes = detail::kKStepStrideBytes;    // next 8 columns
 
 // This thread's US operand of one k-step, split: its 4 values in the register-A layout
 // (wgmma_tf32), as big and small TF32 parts.
 struct UsFragment {
-  uint32_t big[kValuesPerChunk];
-  uint32_t small[kValuesPerChunk];
-};
+  uint32_t big[kValuesPerThread];
+  uint32_t small[kValuesPerThread];
 
-// One thread's share of a k-step, loaded from global memory: its US fragment (4 values) and one
-// column of V (tile column threadIdx % 128) at 4 consecutive k (chunk = threadIdx / 128); zero
-// past the image edge and for k >= rank.
-struct StepLoad {
-  float us[kValuesPerChunk];
-  float v[kValuesPerChunk];
-
-  // V split into big and small parts and written where wgmma reads them (16 bytes per part; a
-  // quarter warp writes 128 contiguous bytes: no bank conflicts).
-  __device__ __forceinline__ void store_v(unsigned char* stage) const {
-    const uint32_t index = threadIdx.x % kTile;
-    const uint32_t offset = index / 8 * kStrideBytes + threadIdx.x / kTile * kLeadingBytes +
-                            index % 8 * kStoreBytes;
-    uint32_t big[kValuesPerChunk];
-    uint32_t small[kValuesPerChunk];
-    split(v, big, small);
-    *reinterpret_cast<uint4*>(stage + kVBig * kPartBytes + offset) =
-        make_uint4(big[0], big[1], big[2], big[3]);
-    *reinterpret_cast<uint4*>(stage + kVSmall * kPartBytes + offset) =
-        make_uint4(small[0], small[1], small[2], small[3]);
-  }
-
-  __device__ __forceinline__ void split_us(UsFragment& fragment) const {
-    split(us, fragment.big, fragment.small);
-  }
-
- private:
-  __device__ __forceinline__ static void split(const float (&x)[kValuesPerChunk],
-                                               uint32_t (&big)[kValuesPerChunk],
-                                               uint32_t (&small)[kValuesPerChunk]) {
+  // From the stage's US block (this thread's 16 bytes); values at k >= rank are zero (the
+  // block holds them up to rank_kept): k0 is the step's first k.
+  __device__ __forceinline__ void read(const unsigned char* stage, uint32_t k0, uint32_t rank) {
+    float4 us = reinterpret_cast<const float4*>(stage)[threadIdx.x];
+    const uint32_t k = k0 + threadIdx.x % 4;  // a[0], a[1]; a[2], a[3] at k + 4
+    if (k >= rank) us.x = us.y = 0.0F;
+    if (k + kWgmmaDepth / 2 >= rank) us.z = us.w = 0.0F;
+    const float values[kValuesPerThread] = {us.x, us.y, us.z, us.w};
 #pragma unroll
-    for (uint32_t i = 0; i < kValuesPerChunk; ++i) {
-      const detail::SplitTf32 parts = detail::split_tf32(x[i]);
+    for (uint32_t i = 0; i < kValuesPerThread; ++i) {
+      const detail::SplitTf32 parts = detail::split_tf32(values[i]);
       big[i] = parts.big;
       small[i] = parts.small;
     }
   }
 };
 
-// Reads this thread's share k-step after k-step, channel after channel (the order of the
-// k-steps), keeping its place: a pointer add per step instead of the addresses worked out again.
-class StepReader {
+// Where the k loop is: step by step, channel by channel, and the stage of the ring a step uses
+// (stage, and the parity of the stage's use: its phase).
+struct StepCursor {
+  uint32_t step = 0;
+  uint32_t channel = 0;
+  uint32_t slice = 0;
+  uint32_t stage = 0;
+  uint32_t phase = 0;
+
+  template <uint32_t kStages>
+  __device__ __forceinline__ void advance(uint32_t slices) {
+    ++step;
+    if (++slice == slices) {
+      slice = 0;
+      ++channel;
+    }
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1U;
+    }
+  }
+};
+
+// The ring the operands stream through: step s uses stage s % kStages. Thread 0 fills a stage
+// with two bulk copies (its barrier's phase completes when the bytes have landed), once the
+// block's threads are past a block barrier that follows their last use of the stage.
+template <uint32_t kStages>
+class OperandRing {
  public:
-  __device__ __forceinline__ StepReader(const ReconstructTask& task, uint32_t slices,
-                                        uint32_t us_row, uint32_t col0, uint32_t height,
-                                        uint32_t width)
-      : task_(task),
-        height_(height),
-        width_(width),
-        us_first_k_(threadIdx.x % 4),
-        v_first_k_(threadIdx.x / kTile * kValuesPerChunk),
-        us_row_(us_row),
-        col_(col0 + threadIdx.x % kTile),
-        slices_(slices) {
-    start_channel(0);
+  __device__ __forceinline__ OperandRing(unsigned char* stages, uint64_t* barriers,
+                                         const ReconstructTask& task, uint32_t slices,
+                                         uint32_t height, uint32_t width, uint32_t channels)
+      : stages_(stages),
+        landed_(barriers),
+        operands_(static_cast<const unsigned char*>(task.wgmma_operands)),
+        layout_{{width, height, channels}, task.rank_kept},
+        slices_(slices),
+        steps_(channels * slices) {}
+
+  // Thread 0, before the block's first barrier: the barriers, and the first stages' copies.
+  __device__ __forceinline__ void start() {
+    for (uint32_t s = 0; s < kStages; ++s) detail::init_barrier(landed_ + s, 1);
+    detail::fence_barrier_init();
+    fill_until(kStages);
   }
 
-  __device__ __forceinline__ void read(StepLoad& load) {
-    const uint32_t rank = task_.rank;
-    const bool row_inside = us_row_ < height_;
-    const bool row_below_inside = us_row_ + kFragmentRowGap < height_;
-    const bool us_inside = k0_ + us_first_k_ < rank;
-    const bool us_later_inside = k0_ + us_first_k_ + kFragmentKGap < rank;
-    const float* const us_later = us_ + kFragmentKGap * height_;
-    load.us[0] = us_inside && row_inside ? __ldg(us_) : 0.0F;
-    load.us[1] = us_inside && row_below_inside ? __ldg(us_ + kFragmentRowGap) : 0.0F;
-    load.us[2] = us_later_inside && row_inside ? __ldg(us_later) : 0.0F;
-    load.us[3] = us_later_inside && row_below_inside ? __ldg(us_later + kFragmentRowGap) : 0.0F;
-#pragma unroll
-    for (uint32_t i = 0; i < kValuesPerChunk; ++i) {
-      const bool inside = k0_ + v_first_k_ + i < rank && col_ < width_;
-      load.v[i] = inside ? __ldg(v_ + i * width_) : 0.0F;
-    }
-    if (++slice_ == slices_) {
-      start_channel(channel_ + 1);
-    } else {
-      k0_ += kWgmmaDepth;
-      us_ += kWgmmaDepth * height_;
-      v_ += kWgmmaDepth * width_;
-    }
+  // Thread 0, after a block barrier that every thread reached with steps 0 .. done - 1 finished
+  // (their wgmmas waited for): their stages are free.
+  __device__ __forceinline__ void fill_until(uint32_t done_plus_stages) {
+    while (fill_.step < steps_ && fill_.step < done_plus_stages) fill_next();
+  }
+
+  __device__ __forceinline__ void wait_landed(const StepCursor& at) const {
+    detail::wait_barrier(landed_ + at.stage, at.phase);
   }
 
  private:
-  // After the last channel this points past the factors; read() is not called again.
-  __device__ __forceinline__ void start_channel(uint32_t channel) {
-    channel_ = channel;
-    slice_ = 0;
-    k0_ = 0;
-    const detail::ChannelFactors f = detail::channel_factors(task_, channel, height_, width_);
-    us_ = f.us + std::size_t{us_first_k_} * height_ + us_row_;
-    v_ = f.v + std::size_t{v_first_k_} * width_ + col_;
+  __device__ __forceinline__ void fill_next() {
+    unsigned char* const stage = stages_ + fill_.stage * kStageBytes;
+    uint64_t* const landed = landed_ + fill_.stage;
+    detail::arrive_expecting(landed, kStageBytes);
+    detail::bulk_load(stage, operands_ + layout_.us_offset(fill_.channel, blockIdx.y, fill_.slice),
+                      kUsBytes, landed);
+    detail::bulk_load(stage + kUsBytes,
+                      operands_ + layout_.v_offset(fill_.channel, blockIdx.x, fill_.slice),
+                      Layout::kVStepBytes, landed);
+    fill_.template advance<kStages>(slices_);
   }
 
-  const ReconstructTask& task_;
-  uint32_t height_;
-  uint32_t width_;
-  uint32_t us_first_k_;
-  uint32_t v_first_k_;
-  uint32_t us_row_;
-  uint32_t col_;
+  unsigned char* stages_;
+  uint64_t* landed_;
+  const unsigned char* operands_;
+  Layout layout_;
   uint32_t slices_;
-  uint32_t channel_ = 0;
-  uint32_t slice_ = 0;
-  uint32_t k0_ = 0;
-  const float* us_ = nullptr;
-  const float* v_ = nullptr;
+  uint32_t steps_;
+  StepCursor fill_;  // thread 0's: the next step to copy
 };
 
 // The descriptors of V's parts in stage 0; stage s's are kStageBytes * s further (the start
@@ -214,8 +215,7 @@ struct StageOperands {
   uint64_t v_small;
 
   __device__ __forceinline__ explicit StageOperands(const unsigned char* stage0)
-      : v_big(descriptor(stage0 + kVBig * kPartBytes)),
-        v_small(descriptor(stage0 + kVSmall * kPartBytes)) {}
+      : v_big(descriptor(stage0 + kUsBytes)), v_small(descriptor(stage0 + kUsBytes + kPartBytes)) {}
 
   // The three wgmmas of one k-step from stage `stage` (small terms first, as tensor).
   __device__ __forceinline__ void multiply(uint32_t stage, const UsFragment& us, bool accumulate,
@@ -242,23 +242,32 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
                                    uint32_t width) {
 #if SVDSERVE_HAS_WGMMA
   constexpr uint32_t kPitch = pitch<kChannels>();
+  constexpr uint32_t kStages = stages<kChannels>();
+  // A barrier every other step saves half of them but leaves the ring a step shorter: measured
+  // faster with 5 or more stages, slower with 3 (4 channels).
+  constexpr bool kRefillEveryStep = kStages < 5;
   extern __shared__ __align__(128) unsigned char shared[];
-  unsigned char* const staging = shared + kStagingOffset;
+  unsigned char* const staging = shared + std::size_t{kStages} * kStageBytes;
+  auto* const barriers = reinterpret_cast<uint64_t*>(staging + std::size_t{kTile} * kPitch);
   const ReconstructTask task = tasks[blockIdx.z];
   const detail::OutputTile<kTile, kThreads, kChannels, kPitch> tile(task, width);
-  const uint32_t warpgroup = threadIdx.x / kWarpgroupThreads;
+  const uint32_t warpgroup = threadIdx.x / detail::kWarpgroupThreads;
   const uint32_t lane = threadIdx.x % kWarpSize;
-  // The accumulator layout (wgmma_tf32), and the US fragment's rows: warp w of the warpgroup
-  // holds rows 16w + g and 16w + g + 8 (g = lane / 4), columns 8j + 2t and 8j + 2t + 1
-  // (t = lane % 4).
+  // The accumulator layout (wgmma_tf32): warp w of the warpgroup holds rows 16w + g and
+  // 16w + g + 8 (g = lane / 4), columns 8j + 2t and 8j + 2t + 1 (t = lane % 4).
+  constexpr uint32_t kRowsPerWarp = kWgmmaRows / (detail::kWarpgroupThreads / kWarpSize);
   const uint32_t first_row = warpgroup * kWgmmaRows +
-                             threadIdx.x % kWarpgroupThreads / kWarpSize * kRowsPerWarp + lane / 4;
+                             threadIdx.x % detail::kWarpgroupThreads / kWarpSize * kRowsPerWarp +
+                             lane / 4;
   const uint32_t first_col = 2 * (lane % 4);
 
-  const uint32_t slices = max(1U, (task.rank + kWgmmaDepth - 1) / kWgmmaDepth);
+  const uint32_t rank = task.rank;
+  const uint32_t slices = max(1U, (rank + kWgmmaDepth - 1) / kWgmmaDepth);
   const uint32_t steps = kChannels * slices;
   const StageOperands operands(shared);
-  StepReader reader(task, slices, tile.row0 + first_row, tile.col0, height, width);
+  OperandRing<kStages> ring(shared, barriers, task, slices, height, width, kChannels);
+  if (threadIdx.x == 0) ring.start();
+  __syncthreads();  // the barriers are initialised
 
   // Set once (the asm reads them); each channel's first wgmma then overwrites them.
   detail::WgmmaAccumulators acc = {};
@@ -267,7 +276,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 #pragma unroll
     for (uint32_t half = 0; half < 2; ++half) {
       unsigned char* const stage_row =
-          tile.staged(staging, first_row + kFragmentRowGap * half, channel);
+          tile.staged(staging, first_row + kRowsPerWarp / 2 * half, channel);
 #pragma unroll
       for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
 #pragma unroll
@@ -280,53 +289,41 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       }
     }
   };
-  // Where the k loop is: the step's slice in its channel, the channel, the step's buffer.
-  uint32_t slice = 0;
-  uint32_t channel = 0;
-  uint32_t stage = 0;
-  const auto next_stage = [](uint32_t s) { return s + 1 == kStages ? 0 : s + 1; };
-  // One k-step: its wgmmas start on `us` (this step's fragment); once the previous step's
-  // wgmmas are done (their slice buffer and US registers free), `held` (step + 1's values) has its
-  // V written to the next buffer and its US split into `next_us`; then the fence that hands the
-  // slice to the tensor cores, and only after it `held` is reloaded with step + 2. The order
-  // matters: on sm_90 the proxy fence compiles to a MEMBAR, which orders the thread's loads in
-  // flight too, so loads issued before it are waited for there (measured: 6-12 % faster this
-  // way; docs/PERFORMANCE.md, session 7).
-  const auto run_step = [&](uint32_t step, StepLoad& held, const UsFragment& us,
-                            UsFragment& next_us) {
-    operands.multiply(stage, us, slice != 0, acc);
-    stage = next_stage(stage);
-    if (++slice == slices) {
+  // One k-step (`at`): its wgmmas start on `us` (read from its stage the step before); once the
+  // previous step's wgmmas are done (at a channel's end: all of them, and the channel rounded
+  // into the staging tile), the block barrier if `refill` (then every step before the next is
+  // done: thread 0 refills their stages), and the next step's US is read into `next_us` once its
+  // stage has landed.
+  StepCursor at;
+  const auto run_step = [&](const UsFragment& us, UsFragment& next_us, bool refill) {
+    operands.multiply(at.stage, us, at.slice != 0, acc);
+    const uint32_t channel = at.channel;
+    at.template advance<kStages>(slices);
+    if (at.slice == 0) {  // this was the channel's last step
       detail::wait_wgmma<0>();
       detail::pin_accumulators(acc);
       finish_channel(channel);
-      slice = 0;
-      ++channel;
     } else {
-      detail::wait_wgmma<1>();  // the previous step's wgmmas: their buffer and registers are next
+      detail::wait_wgmma<1>();  // the previous step's wgmmas: its stage and registers are free
     }
-    if (step + 1 < steps) {
-      held.store_v(shared + stage * kStageBytes);
-      held.split_us(next_us);
-      detail::fence_shared_for_wgmma();
-      if (step + 2 < steps) reader.read(held);
+    if (refill) {
+      __syncthreads();
+      if (threadIdx.x == 0) ring.fill_until(at.step - 1 + kStages);
     }
-    __syncthreads();
+    if (at.step < steps) {
+      ring.wait_landed(at);
+      next_us.read(shared + at.stage * kStageBytes, at.slice * kWgmmaDepth, rank);
+    }
   };
 
-  StepLoad held;  // the next step's values, loaded a step ahead
   UsFragment even_us;  // the US of the even steps, split
   UsFragment odd_us;
-  reader.read(held);
-  held.store_v(shared);
-  held.split_us(even_us);
-  detail::fence_shared_for_wgmma();
-  if (steps > 1) reader.read(held);
-  __syncthreads();
+  ring.wait_landed(at);
+  even_us.read(shared, 0, rank);
 #pragma unroll 1
-  for (uint32_t step = 0; step < steps; step += 2) {
-    run_step(step, held, even_us, odd_us);
-    if (step + 1 < steps) run_step(step + 1, held, odd_us, even_us);
+  while (at.step < steps) {
+    run_step(even_us, odd_us, kRefillEveryStep);
+    if (at.step < steps) run_step(odd_us, even_us, true);
   }
   // Every group is complete already (the last step waited for all); saying so keeps ptxas from
   // putting a full wait inside the loop, which it cannot prove empty at the loop's exit.

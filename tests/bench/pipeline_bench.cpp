@@ -31,6 +31,8 @@
 #include "kernels/gpu/device_memory_pool.hpp"
 #include "kernels/gpu/gpu_backend.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
+#include "kernels/gpu/reconstruct.hpp"
+#include "kernels/gpu/wgmma_operands.hpp"
 #include "tests/bench/bench_args.hpp"
 #include "tests/bench/bench_limits.hpp"
 
@@ -49,8 +51,10 @@ std::vector<std::shared_ptr<const Factors>> random_factors(gpu::DeviceMemoryPool
                                                            const ImageShape& shape) {
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> detail(-1.0f, 1.0f);
-  const std::size_t bytes = gpu::GpuFactors::bytes_for(shape, kRankKept);
-  std::vector<float> host(bytes / sizeof(float));
+  // As the GPU backend stores them: with the wgmma operands where the device runs wgmma.
+  const bool operands = gpu::fused_wgmma_supported();
+  const std::size_t canonical_bytes = gpu::GpuFactors::bytes_for(shape, kRankKept, false);
+  std::vector<float> host(canonical_bytes / sizeof(float));
   gpu::Stream stream;
   std::vector<std::shared_ptr<const Factors>> factors;
   for (int f = 0; f < kDistinctFactors; ++f) {
@@ -62,13 +66,20 @@ std::vector<std::shared_ptr<const Factors>> random_factors(gpu::DeviceMemoryPool
       std::fill_n(host.begin() + us_floats + c * std::size_t{shape.width} * kRankKept, shape.width,
                   1.0f);
     }
-    gpu::DeviceAllocation memory = pool.allocate(bytes, stream.view());
-    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(memory.floats(), host.data(), bytes,
+    gpu::DeviceAllocation memory =
+        pool.allocate(gpu::GpuFactors::bytes_for(shape, kRankKept, operands), stream.view());
+    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(memory.floats(), host.data(), canonical_bytes,
                                         cudaMemcpyHostToDevice, stream.view().value()));
+    if (operands) {
+      gpu::write_wgmma_operands(memory.floats(), memory.floats() + us_floats, {shape, kRankKept},
+                                reinterpret_cast<std::byte*>(memory.floats()) +
+                                    gpu::GpuFactors::wgmma_operands_offset(shape, kRankKept),
+                                stream.view());
+    }
     stream.view().synchronize();
     std::vector<std::vector<float>> spectra(shape.channels, std::vector<float>(kRankKept, 1.0f));
     factors.push_back(std::make_shared<gpu::GpuFactors>(shape, kRankKept, std::move(spectra), 1.0,
-                                                        std::move(memory)));
+                                                        std::move(memory), operands));
   }
   return factors;
 }

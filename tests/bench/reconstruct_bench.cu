@@ -48,6 +48,7 @@
 #include "kernels/gpu/reconstruct.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/tf32_mma.cuh"
+#include "kernels/gpu/wgmma_operands.hpp"
 #include "kernels/gpu/wgmma_tf32.cuh"
 #include "kernels/image.hpp"
 #include "kernels/pixel_rounding.hpp"
@@ -498,11 +499,15 @@ class ShapeRun {
         cublas_out_(out_bytes() * batch),
         scratch_(shape.values() * sizeof(float)),
         tasks_device_(sizeof(ReconstructTask) * batch),
+        operands_(operand_layout().bytes() * batch),
         cublas_(stream) {
     constexpr unsigned kFillBlocks = 8192;
     fill_factors_kernel<<<kFillBlocks, kThreads, 0, stream.value()>>>(factors_.as<float>(),
                                                                       layout_, batch, 7);
     SVDSERVE_CUDA_CHECK(cudaGetLastError());
+    for (uint32_t b = 0; b < batch_; ++b) {
+      gpu::write_wgmma_operands(us(b), v(b), operand_layout(), operands(b), stream_);
+    }
     for (auto& out : variant_out_) out.reserve(out_bytes() * batch);
   }
 
@@ -565,11 +570,20 @@ class ShapeRun {
                                                    const gpu::DeviceBuffer& out) const {
     std::vector<ReconstructTask> list;
     for (uint32_t b = 0; b < batch_; ++b) {
-      const float* us = factors_.as<float>() + layout_.floats() * b;
-      list.push_back({us, us + layout_.us_floats(), rank, layout_.rank_kept,
-                      out.as<std::byte>() + out_bytes() * b});
+      list.push_back({us(b), v(b), rank, layout_.rank_kept, out.as<std::byte>() + out_bytes() * b,
+                      operands(b)});
     }
     return list;
+  }
+  [[nodiscard]] const float* us(uint32_t image) const {
+    return factors_.as<float>() + layout_.floats() * image;
+  }
+  [[nodiscard]] const float* v(uint32_t image) const { return us(image) + layout_.us_floats(); }
+  [[nodiscard]] std::byte* operands(uint32_t image) const {
+    return operands_.as<std::byte>() + operand_layout().bytes() * image;
+  }
+  [[nodiscard]] gpu::WgmmaOperandLayout operand_layout() const {
+    return {shape_, layout_.rank_kept};
   }
 
   ImageShape shape_;
@@ -581,6 +595,7 @@ class ShapeRun {
   gpu::DeviceBuffer variant_out_[kVariantCount];
   gpu::DeviceBuffer scratch_;
   gpu::DeviceBuffer tasks_device_;
+  gpu::DeviceBuffer operands_;
   gpu::CublasHandle cublas_;
 };
 

@@ -40,6 +40,7 @@
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/gpu/reconstruct.hpp"
+#include "kernels/gpu/wgmma_operands.hpp"
 #include "kernels/image.hpp"
 #include "reference_svd.hpp"
 #include "test_images.hpp"
@@ -205,6 +206,7 @@ gpu::FusedVariant variant_of(Path path) {
 struct DeviceFactors {
   gpu::DeviceBuffer us;
   gpu::DeviceBuffer v;
+  gpu::DeviceBuffer wgmma_operands;  // written from us and v on the device, as decompose does
   uint32_t rank_kept = 0;
 };
 
@@ -246,12 +248,19 @@ class GpuReconstructTest : public ::testing::Test {
   [[nodiscard]] gpu::StreamView stream() const { return stream_->view(); }
 
   DeviceFactors upload(const HostFactors& f) {
+    const gpu::WgmmaOperandLayout layout{f.shape, f.rank_kept};
     DeviceFactors d{gpu::DeviceBuffer(f.us.size() * sizeof(float)),
-                    gpu::DeviceBuffer(f.v.size() * sizeof(float)), f.rank_kept};
+                    gpu::DeviceBuffer(f.v.size() * sizeof(float)),
+                    gpu::DeviceBuffer(layout.bytes()), f.rank_kept};
     SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(d.us.data(), f.us.data(), d.us.size(),
                                         cudaMemcpyHostToDevice, stream().value()));
     SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(d.v.data(), f.v.data(), d.v.size(),
                                         cudaMemcpyHostToDevice, stream().value()));
+    // Poisoned first: operands the writer misses show as wrong pixels.
+    SVDSERVE_CUDA_CHECK(cudaMemsetAsync(d.wgmma_operands.data(), 0x7F, d.wgmma_operands.size(),
+                                        stream().value()));
+    gpu::write_wgmma_operands(d.us.as<float>(), d.v.as<float>(), layout, d.wgmma_operands.data(),
+                              stream());
     stream().synchronize();
     return d;
   }
@@ -272,7 +281,8 @@ class GpuReconstructTest : public ::testing::Test {
     for (std::size_t t = 0; t < factors.size(); ++t) {
       tasks.push_back({factors[t]->us.as<float>(), factors[t]->v.as<float>(), ranks[t],
                        factors[t]->rank_kept,
-                       arena.as<std::byte>() + result.first_output + t * result.bytes_per_output});
+                       arena.as<std::byte>() + result.first_output + t * result.bytes_per_output,
+                       factors[t]->wgmma_operands.data()});
     }
     gpu::DeviceBuffer tasks_device(tasks.size() * sizeof(ReconstructTask));
     gpu::DeviceBuffer scratch(shape.values() * sizeof(float));

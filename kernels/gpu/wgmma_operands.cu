@@ -1,0 +1,94 @@
+#include "kernels/gpu/wgmma_operands.hpp"
+
+#include <cuda_runtime.h>
+
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/tf32_mma.cuh"
+#include "kernels/gpu/wgmma_tf32.cuh"
+
+namespace svdserve::gpu {
+namespace {
+
+using Layout = WgmmaOperandLayout;
+constexpr uint32_t kThreads = 256;
+static_assert(Layout::kDepth == detail::kWgmmaDepth);
+// A US block holds the fragments of the kernel's 256 threads: two warpgroups of 64 rows.
+static_assert(Layout::kTile == 2 * detail::kWgmmaRows);
+static_assert(Layout::kUsStepBytes == kThreads * 4 * sizeof(float));
+
+// One thread per value of a US block: thread T of the kernel, its value i (wgmma_tf32's
+// register-A layout: warp w of warpgroup h holds rows 64 h + 16 w + g and + 8, k t and t + 4, with
+// g = lane / 4, t = lane % 4).
+__global__ void write_us_operands_kernel(const float* __restrict__ us, Layout layout,
+                                         std::size_t values, unsigned char* __restrict__ out) {
+  const std::size_t index = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (index >= values) return;
+  const auto i = static_cast<uint32_t>(index % 4);
+  const auto thread = static_cast<uint32_t>(index / 4 % kThreads);
+  const std::size_t block = index / (4 * kThreads);  // (channel * row_tiles + tile) * steps + step
+  const auto step = static_cast<uint32_t>(block % layout.steps());
+  const auto tile = static_cast<uint32_t>(block / layout.steps() % layout.row_tiles());
+  const auto channel = static_cast<uint32_t>(block / layout.steps() / layout.row_tiles());
+  const uint32_t lane = thread % 32;
+  const uint32_t row = tile * Layout::kTile + thread / 32 * 16 + lane / 4 + 8 * (i % 2);
+  const uint32_t k = step * Layout::kDepth + lane % 4 + 4 * (i / 2);
+  const uint32_t height = layout.shape.height;
+  const float value = row < height && k < layout.rank_kept
+                          ? us[(std::size_t{channel} * layout.rank_kept + k) * height + row]
+                          : 0.0F;
+  reinterpret_cast<float*>(out + layout.us_offset(channel, tile, step))[thread * 4 + i] = value;
+}
+
+// One thread per (channel, column, k) of the V blocks, writing both parts.
+__global__ void write_v_operands_kernel(const float* __restrict__ v, Layout layout,
+                                        std::size_t values, unsigned char* __restrict__ out) {
+  const std::size_t index = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (index >= values) return;
+  // index = ((channel * col_tiles + tile) * steps * 8 + k) * 128 + column in tile
+  const auto column_in_tile = static_cast<uint32_t>(index % Layout::kTile);
+  const std::size_t rest = index / Layout::kTile;
+  const std::size_t depth = std::size_t{layout.steps()} * Layout::kDepth;
+  const auto k = static_cast<uint32_t>(rest % depth);
+  const auto tile = static_cast<uint32_t>(rest / depth % layout.col_tiles());
+  const auto channel = static_cast<uint32_t>(rest / depth / layout.col_tiles());
+  const uint32_t column = tile * Layout::kTile + column_in_tile;
+  const uint32_t width = layout.shape.width;
+  const float value = column < width && k < layout.rank_kept
+                          ? v[(std::size_t{channel} * layout.rank_kept + k) * width + column]
+                          : 0.0F;
+  const detail::SplitTf32 parts = detail::split_tf32(value);
+  // The core-matrix layout of wgmma_tf32.cuh: 8 columns x 4 values of k per 128-byte core
+  // matrix; the next 4 values of k a core matrix further, the next 8 columns two.
+  const uint32_t k_in_step = k % Layout::kDepth;
+  const uint32_t offset = column_in_tile / 8 * detail::kKStepStrideBytes +
+                          k_in_step / 4 * detail::kKStepLeadingBytes + column_in_tile % 8 * 16 +
+                          k_in_step % 4 * sizeof(float);
+  unsigned char* const block = out + layout.v_offset(channel, tile, k / Layout::kDepth);
+  *reinterpret_cast<uint32_t*>(block + offset) = parts.big;
+  *reinterpret_cast<uint32_t*>(block + Layout::kUsStepBytes + offset) = parts.small;
+}
+
+unsigned blocks_for(std::size_t values) {
+  return static_cast<unsigned>((values + kThreads - 1) / kThreads);
+}
+
+}  // namespace
+
+void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLayout& layout,
+                          void* operands, StreamView stream) {
+  auto* const out = static_cast<unsigned char*>(operands);
+  const std::size_t depth = std::size_t{layout.steps()} * Layout::kDepth;
+  const std::size_t us_values =
+      std::size_t{layout.shape.channels} * layout.row_tiles() * depth * Layout::kTile;
+  const std::size_t v_values =
+      std::size_t{layout.shape.channels} * layout.col_tiles() * depth * Layout::kTile;
+  if (us_values == 0 || v_values == 0) return;
+  write_us_operands_kernel<<<blocks_for(us_values), kThreads, 0, stream.value()>>>(
+      us, layout, us_values, out);
+  SVDSERVE_CUDA_CHECK_LAUNCH();
+  write_v_operands_kernel<<<blocks_for(v_values), kThreads, 0, stream.value()>>>(
+      v, layout, v_values, out);
+  SVDSERVE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace svdserve::gpu

@@ -1,0 +1,63 @@
+// The wgmma operand layout's arithmetic (wgmma_operands.hpp, gpu_factors.hpp): host only, so it
+// runs without a device. What the writer puts there is checked on the GPU by the reconstruction
+// tests (gpu_reconstruct_test.cpp), whose wgmma results come from it.
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+
+#include "kernels/gpu/gpu_factors.hpp"
+#include "kernels/gpu/wgmma_operands.hpp"
+
+namespace svdserve::test {
+namespace {
+
+using gpu::WgmmaOperandLayout;
+constexpr std::size_t kUs = WgmmaOperandLayout::kUsStepBytes;
+constexpr std::size_t kV = WgmmaOperandLayout::kVStepBytes;
+
+TEST(WgmmaOperandLayout, BlocksAreContiguousStepsOfWholeTiles) {
+  // 300 x 130, 3 channels, rank 37: 2 row tiles, 3 column tiles, 5 k-steps (the last part zero).
+  const WgmmaOperandLayout layout{{300, 130, 3}, 37};
+  EXPECT_EQ(layout.steps(), 5U);
+  EXPECT_EQ(layout.row_tiles(), 2U);
+  EXPECT_EQ(layout.col_tiles(), 3U);
+  // US: [channel][row tile][step], one 4 KiB block each.
+  EXPECT_EQ(layout.us_offset(0, 0, 0), 0U);
+  EXPECT_EQ(layout.us_offset(0, 0, 1), kUs);
+  EXPECT_EQ(layout.us_offset(0, 1, 0), 5 * kUs);
+  EXPECT_EQ(layout.us_offset(2, 1, 4), (2 * 2 * 5 + 5 + 4) * kUs);
+  // V after every US block: [channel][column tile][step], 8 KiB (big and small parts) each.
+  const std::size_t us_bytes = 3 * 2 * 5 * kUs;
+  EXPECT_EQ(layout.v_offset(0, 0, 0), us_bytes);
+  EXPECT_EQ(layout.v_offset(0, 2, 1), us_bytes + (2 * 5 + 1) * kV);
+  EXPECT_EQ(layout.v_offset(2, 2, 4) + kV, layout.bytes());
+  EXPECT_EQ(layout.bytes(), us_bytes + 3 * 3 * 5 * kV);
+  // Every block starts where the bulk copies may read (16-byte aligned).
+  EXPECT_EQ(layout.us_offset(1, 1, 3) % 16, 0U);
+  EXPECT_EQ(layout.v_offset(1, 2, 3) % 16, 0U);
+}
+
+TEST(WgmmaOperandLayout, IsUsPlusTwiceVForWholeTiles) {
+  // 1024 x 1024, rank 64: the operands hold US once and V twice (big and small parts).
+  const ImageShape shape{1024, 1024, 3};
+  const WgmmaOperandLayout layout{shape, 64};
+  const std::size_t us_bytes = std::size_t{3} * 1024 * 64 * sizeof(float);
+  EXPECT_EQ(layout.bytes(), us_bytes + 2 * us_bytes);
+}
+
+TEST(GpuFactorsBytes, OperandsFollowTheCanonicalFactorsAligned) {
+  const ImageShape shape{333, 130, 3};
+  const uint32_t rank = 37;
+  const std::size_t canonical = std::size_t{3} * rank * (130 + 333) * sizeof(float);
+  EXPECT_EQ(gpu::GpuFactors::bytes_for(shape, rank, false), canonical);
+  const std::size_t offset = gpu::GpuFactors::wgmma_operands_offset(shape, rank);
+  EXPECT_GE(offset, canonical);
+  EXPECT_LT(offset, canonical + 256);
+  EXPECT_EQ(offset % 256, 0U);
+  const WgmmaOperandLayout layout{shape, rank};
+  EXPECT_EQ(gpu::GpuFactors::bytes_for(shape, rank, true), offset + layout.bytes());
+}
+
+}  // namespace
+}  // namespace svdserve::test
