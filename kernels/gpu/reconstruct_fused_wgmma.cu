@@ -329,6 +329,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   // putting a full wait inside the loop, which it cannot prove empty at the loop's exit.
   detail::wait_wgmma<0>();
 
+  __syncthreads();  // the staging tile is complete (the last step need not end with a barrier)
   tile.copy_out(staging, height, width);
 #else
   __trap();  // launch_fused_reconstruct launches this kernel on sm_90 devices only

@@ -141,7 +141,19 @@ TEST_P(GpuBackendTest, MatchesFloat64ReferenceAndCpuBackend) {
         } else {
           EXPECT_LE(error, 2e-5 * norm + optimal);
         }
-        // Against the CPU backend, in u8.
+        // Against the CPU backend, in u8, where the rank-k approximation is well defined: when
+        // sigma_k and sigma_k+1 nearly coincide, any mix of their singular vectors is optimal and
+        // the two backends' fp32 solvers pick different ones (a random 256 x 256 image with
+        // (sigma_16 - sigma_17) / sigma_16 = 2.4e-4 gave 3 % of u8 values a level apart, and 0.5 %
+        // between LAPACK's fp32 factors and the float64 reference; usual gaps are 3e-3 to 1e-2).
+        // The error bound above holds either way.
+        constexpr double kLeastRelativeGap = 1e-3;
+        bool well_defined = true;
+        for (uint32_t ch = 0; ch < shape.channels && rank < full; ++ch) {
+          const std::vector<double>& s = reference[ch].singular_values;
+          well_defined = well_defined && s[rank - 1] - s[rank] >= kLeastRelativeGap * s[rank - 1];
+        }
+        if (!well_defined) continue;
         const auto gpu_u8 = reconstruct_u8(*gpu_, g, rank);
         const auto cpu_u8 = reconstruct_u8(*cpu_, *cpu_factors[i], rank);
         std::size_t differing = 0;
