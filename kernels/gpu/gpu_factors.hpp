@@ -3,7 +3,7 @@
 // kernels/gpu/reconstruct.hpp describes, [US_0 .. US_{C-1}][V_0 .. V_{C-1}], fp32, and, where the
 // wgmma kernel will read them (an sm_90 device, fused path), the same factors as its operands
 // (wgmma_operands.hpp) after it: US's bytes plus twice V's again, so on an H100 an image holds
-// about 2.5x the canonical bytes (the price of a 1.2-1.3x faster reconstruction; see
+// about 2.5x the canonical bytes (the price of a 1.06-1.38x faster reconstruction; see
 // docs/PERFORMANCE.md). bytes_resident() counts both.
 
 #include <cstddef>

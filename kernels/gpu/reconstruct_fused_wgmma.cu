@@ -21,7 +21,8 @@
 // 5 with 3, 3 with 4); the staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh,
 // OutputTile).
 //
-// Measured on the H100 (docs/PERFORMANCE.md, session 8): 1.2-1.3x faster than session 7's kernel,
+// Measured on the H100 (docs/PERFORMANCE.md, session 8): 1.06-1.19x faster than session 7's
+// kernel at k = 16, 1.24-1.38x from k = 64,
 // which loaded the factors from their canonical layout into registers and split V into shared
 // memory itself (a proxy fence per k-step, which on sm_90 also waits for the loads in flight).
 // Ring refills gated by per-stage "empty" barriers instead of the block barrier were slower
@@ -97,7 +98,9 @@ constexpr std::size_t shared_bytes() {
 }
 
 static_assert(stages<1>() == 6 && stages<2>() == 6 && stages<3>() == 5 && stages<4>() == 3);
-static_assert(shared_bytes<1>() < (1U << 18));  // descriptor addresses: 14 bits of 16-byte units
+// Descriptor addresses: 14 bits of 16-byte units.
+static_assert(shared_bytes<1>() < (1U << 18) && shared_bytes<2>() < (1U << 18) &&
+              shared_bytes<3>() < (1U << 18) && shared_bytes<4>() < (1U << 18));
 
 #if SVDSERVE_HAS_WGMMA
 
@@ -244,12 +247,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   constexpr uint32_t kPitch = pitch<kChannels>();
   constexpr uint32_t kStages = stages<kChannels>();
   // A barrier every other step saves half of them but leaves the ring a step shorter: measured
-  // faster with 5 or more stages, slower with 3 (4 channels).
+  // faster with 5 or more stages, slower with 3 (4 channels). It needs 4 or more: a refill
+  // covers the reads of the two steps up to the next one.
   constexpr bool kRefillEveryStep = kStages < 5;
+  static_assert(kRefillEveryStep || kStages >= 4);
   extern __shared__ __align__(128) unsigned char shared[];
   unsigned char* const staging = shared + std::size_t{kStages} * kStageBytes;
   auto* const barriers = reinterpret_cast<uint64_t*>(staging + std::size_t{kTile} * kPitch);
   const ReconstructTask task = tasks[blockIdx.z];
+  if (task.wgmma_operands == nullptr) __trap();  // the caller's contract (reconstruct.hpp)
   const detail::OutputTile<kTile, kThreads, kChannels, kPitch> tile(task, width);
   const uint32_t warpgroup = threadIdx.x / detail::kWarpgroupThreads;
   const uint32_t lane = threadIdx.x % kWarpSize;
@@ -291,9 +297,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   };
   // One k-step (`at`): its wgmmas start on `us` (read from its stage the step before); once the
   // previous step's wgmmas are done (at a channel's end: all of them, and the channel rounded
-  // into the staging tile), the block barrier if `refill` (then every step before the next is
-  // done: thread 0 refills their stages), and the next step's US is read into `next_us` once its
-  // stage has landed.
+  // into the staging tile), the block barrier if `refill` (past it, every thread is done with
+  // the steps before the one just issued: thread 0 refills their stages), and the next step's
+  // US is read into `next_us` once its stage has landed.
   StepCursor at;
   const auto run_step = [&](const UsFragment& us, UsFragment& next_us, bool refill) {
     operands.multiply(at.stage, us, at.slice != 0, acc);
@@ -308,7 +314,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
     if (refill) {
       __syncthreads();
-      if (threadIdx.x == 0) ring.fill_until(at.step - 1 + kStages);
+      if (threadIdx.x == 0) {
+        // The threads' generic loads of the freed stages' US before the copy engine's writes
+        // into them (a write after read across proxies; the loads are complete, their values
+        // went into waited wgmmas, but the memory model asks for the fence on the path).
+        detail::fence_shared_for_bulk_copy();
+        ring.fill_until(at.step - 1 + kStages);
+      }
     }
     if (at.step < steps) {
       ring.wait_landed(at);
