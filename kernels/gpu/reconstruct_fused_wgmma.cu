@@ -7,7 +7,7 @@
 //    into TF32 big and small parts in wgmma's layout) arrive in a ring of shared-memory stages
 //    by two bulk copies that thread 0 issues up to a ring's length ahead; a stage's barrier
 //    (mbarrier) says when its bytes have landed. No thread loads a factor from global memory and
-//    none writes an operand to shared memory, so there is no proxy fence in the k loop;
+//    none writes an operand to shared memory: the only proxy fence is the refilling thread's;
 //  - US, the A operand, reaches the wgmmas in registers (wgmma's register-A form): each thread
 //    reads its 4 values of the step from the stage with one 16-byte load and splits them;
 //  - each warpgroup (4 warps) hands its 64 x 128 half of the tile to the tensor cores as three
@@ -22,9 +22,9 @@
 // OutputTile).
 //
 // Measured on the H100 (docs/PERFORMANCE.md, session 8): 1.06-1.19x faster than session 7's
-// kernel at k = 16, 1.24-1.38x from k = 64,
-// which loaded the factors from their canonical layout into registers and split V into shared
-// memory itself (a proxy fence per k-step, which on sm_90 also waits for the loads in flight).
+// kernel at k = 16, 1.24-1.38x from k = 64. That one loaded the factors from their canonical
+// layout into registers and split V into shared memory itself, with a proxy fence per k-step
+// (on sm_90 a MEMBAR, which also waits for the loads in flight).
 // Ring refills gated by per-stage "empty" barriers instead of the block barrier were slower
 // (thread 0 waiting on them, or polling them without waiting: 0.44 ms against 0.31-0.34).
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
