@@ -3,7 +3,7 @@
 // once next to the canonical factors (GpuFactors) on devices that run wgmma. Each k-step (8 values
 // of k) of one 128-row tile of US, and of one 128-column tile of V, is one contiguous block, so
 // that a block of the kernel fetches a step's operands with two bulk copies (the copy engine: no
-// thread loads, no proxy fence, as far ahead as its shared memory allows):
+// thread loads, as far ahead as its shared memory allows):
 //  - US blocks (4 KiB): raw FP32, in the order the threads hold them in wgmma's register-A layout
 //    (thread T's 4 values at byte 16 T; wgmma_tf32.cuh), so each thread reads its fragment with
 //    one 16-byte shared load and splits it into TF32 parts itself;
