@@ -21,10 +21,6 @@ namespace svdserve::gpu::detail {
 
 #if SVDSERVE_HAS_BULK_STORE
 
-[[nodiscard]] __device__ __forceinline__ uint32_t shared_address(const void* pointer) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-}
-
 __device__ __forceinline__ void init_barrier(uint64_t* barrier, uint32_t arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(barrier)),
                "r"(arrivals)

@@ -30,6 +30,11 @@ inline constexpr uint32_t kBulkAlignment = 16;
 
 #if SVDSERVE_HAS_BULK_STORE
 
+// A shared-memory pointer as the 32-bit shared-window address the PTX instructions take.
+[[nodiscard]] __device__ __forceinline__ uint32_t shared_address(const void* pointer) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
 // This thread's earlier shared-memory writes, visible to bulk copies issued after a barrier.
 __device__ __forceinline__ void fence_shared_for_bulk_copy() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -39,10 +44,9 @@ __device__ __forceinline__ void fence_shared_for_bulk_copy() {
 // (both 16-byte aligned) in this thread's current bulk group.
 __device__ __forceinline__ void bulk_store(void* destination, const void* source,
                                            uint32_t bytes) {
-  const auto shared_address = static_cast<uint32_t>(__cvta_generic_to_shared(source));
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
                :
-               : "l"(destination), "r"(shared_address), "r"(bytes)
+               : "l"(destination), "r"(shared_address(source)), "r"(bytes)
                : "memory");
 }
 

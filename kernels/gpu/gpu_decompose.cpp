@@ -143,12 +143,7 @@ DecomposeOutcome decompose_batch(StreamContext& context,
                                             v_source + index * w * r, sizeof(float) * w * r,
                                             cudaMemcpyDeviceToDevice, stream.value()));
       }
-      if (with_wgmma_operands) {
-        write_wgmma_operands(us_out, v_out, WgmmaOperandLayout{shape, rank},
-                             reinterpret_cast<std::byte*>(us_out) +
-                                 GpuFactors::wgmma_operands_offset(shape, rank),
-                             stream);
-      }
+      if (with_wgmma_operands) GpuFactors::write_wgmma_operands(us_out, shape, rank, stream);
     }
     context.staging_out.grow_to(matrices * rank * sizeof(float));
     SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.staging_out.data(), context.s.data(),

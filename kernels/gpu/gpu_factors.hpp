@@ -39,6 +39,16 @@ class GpuFactors final : public Factors {
     if (!with_wgmma_operands) return canonical_bytes(shape, rank);
     return wgmma_operands_offset(shape, rank) + WgmmaOperandLayout{shape, rank}.bytes();
   }
+  // Writes the operands of the canonical factors at the start of `memory` (bytes_for(shape, rank,
+  // true) of device memory) after them, on `stream`.
+  static void write_wgmma_operands(float* memory, const ImageShape& shape, uint32_t rank,
+                                   StreamView stream) {
+    const float* v = memory + std::size_t{shape.channels} * shape.height * rank;
+    gpu::write_wgmma_operands(memory, v, WgmmaOperandLayout{shape, rank},
+                              reinterpret_cast<std::byte*>(memory) +
+                                  wgmma_operands_offset(shape, rank),
+                              stream);
+  }
   // Where the operands start: after the canonical factors, aligned for the bulk copies.
   [[nodiscard]] static std::size_t wgmma_operands_offset(const ImageShape& shape,
                                                          uint32_t rank) noexcept {

@@ -32,7 +32,6 @@
 #include "kernels/gpu/gpu_backend.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
 #include "kernels/gpu/reconstruct.hpp"
-#include "kernels/gpu/wgmma_operands.hpp"
 #include "tests/bench/bench_args.hpp"
 #include "tests/bench/bench_limits.hpp"
 
@@ -71,10 +70,7 @@ std::vector<std::shared_ptr<const Factors>> random_factors(gpu::DeviceMemoryPool
     SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(memory.floats(), host.data(), canonical_bytes,
                                         cudaMemcpyHostToDevice, stream.view().value()));
     if (operands) {
-      gpu::write_wgmma_operands(memory.floats(), memory.floats() + us_floats, {shape, kRankKept},
-                                reinterpret_cast<std::byte*>(memory.floats()) +
-                                    gpu::GpuFactors::wgmma_operands_offset(shape, kRankKept),
-                                stream.view());
+      gpu::GpuFactors::write_wgmma_operands(memory.floats(), shape, kRankKept, stream.view());
     }
     stream.view().synchronize();
     std::vector<std::vector<float>> spectra(shape.channels, std::vector<float>(kRankKept, 1.0f));
