@@ -287,7 +287,7 @@ void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t coun
   } else if (chosen == FusedVariant::tensor) {
     launch_fused_tensor_u8(tasks_device, count, shape, stream);
   } else if (chosen == FusedVariant::wgmma) {
-    launch_fused_wgmma_u8(tasks_device, count, shape, stream);
+    launch_fused_wgmma_u8(tasks_device, count, shape, max_rank, stream);
   } else if (chosen == FusedVariant::rows) {
     launch_fused_rows_u8(tasks_device, count, shape, max_rank, stream);
   } else {

@@ -46,8 +46,9 @@ void launch_fused_tensor_u8(const ReconstructTask* tasks_device, uint32_t count,
 [[nodiscard]] uint32_t fused_tensor_rows() noexcept;
 
 // reconstruct_fused_wgmma.cu: tensor's tiles on wgmma; sm_90 only (fused_wgmma_supported).
+// max_rank: the largest task rank (it picks one block per tile or blocks that loop over tiles).
 void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
-                           const ImageShape& shape, StreamView stream);
+                           const ImageShape& shape, uint32_t max_rank, StreamView stream);
 [[nodiscard]] uint32_t fused_wgmma_rows() noexcept;
 
 // reconstruct_fused_rows.cu: 4 rows x 16 pixels per thread, no shared tile; u8 only.

@@ -16,27 +16,34 @@
 //    tile; the first wgmma of a channel does not add to the accumulators;
 //  - a stage is refilled once every warp is done with it: a block barrier every other k-step
 //    (every k-step when the ring is short), after which thread 0 refills every free stage.
-// Block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 2 warpgroups, 2 blocks
-// per SM (up to 4 channels; the ring is as long as that allows: 6 stages with 1 or 2 channels,
-// 5 with 3, 3 with 4); the staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh,
-// OutputTile).
+// Block = 2 warpgroups, 2 blocks per SM, 128 x 128 pixel tiles (all channels of one task each):
+// one tile per block at small ranks; from rank 32, as many blocks as fit on the GPU at once,
+// each looping over tiles t, t + gridDim.x, ..., its ring running on into the next tile while
+// this one's last steps are multiplied and its pixels stored (up to 4 channels; the ring is as
+// long as two blocks per SM allow: 6 stages with 1 or 2 channels, 5 with 3, 3 with 4). The
+// staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
 //
-// Measured on the H100 (docs/PERFORMANCE.md, session 8): 1.06-1.19x faster than session 7's
-// kernel at k = 16, 1.24-1.38x from k = 64. That one loaded the factors from their canonical
+// Measured on the H100 (docs/PERFORMANCE.md, sessions 8 and 9): 1.06-1.19x faster than session
+// 7's kernel at k = 16, 1.24-1.38x from k = 64. That one loaded the factors from their canonical
 // layout into registers and split V into shared memory itself, with a proxy fence per k-step
 // (on sm_90 a MEMBAR, which also waits for the loads in flight).
-// Ring refills gated by per-stage "empty" barriers instead of the block barrier were slower
-// (thread 0 waiting on them, or polling them without waiting: 0.44 ms against 0.31-0.34).
+// Slower, measured: ring refills gated by per-stage "empty" barriers instead of the block
+// barrier (thread 0 waiting on them, or polling them: 0.44 ms against 0.31-0.34); a producer warp
+// of its own (2 blocks of 9 warps per SM leave 96 registers a thread: wgmma serialised; 1 block
+// per SM: 1.13x slower; with US from shared memory too, 16 KiB stages: 3 of them, 1.11x slower);
+// refills split between two threads (1.07x slower).
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/gpu/bulk_load.cuh"
+#include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/reconstruct_tile_pipeline.cuh"
@@ -63,6 +70,7 @@ constexpr uint32_t kStageBytes = kUsBytes + Layout::kVStepBytes;
 static_assert(kStageBytes % kStoreBytes == 0);  // the staging tile after the stages: aligned
 
 constexpr int kMinBlocksPerSm = 2;
+constexpr uint32_t kLoopOverTilesFromRank = 32;
 
 template <uint32_t kChannels>
 constexpr uint32_t pitch() {
@@ -74,11 +82,13 @@ constexpr std::size_t kSharedBytesPerSm = 228 * 1024;
 constexpr std::size_t kReservedBytesPerBlock = 1024;
 constexpr uint32_t kMaxStages = 6;
 
-// Shared memory: the stages, the staging tile, then the stages' barriers.
+// Shared memory: the stages, the staging tile, the stages' barriers, then thread 0's place in
+// the stream (OperandRing::FillCursor).
+constexpr std::size_t kFillCursorBytes = 48;  // OperandRing::FillCursor, 8-byte aligned
 template <uint32_t kChannels>
 constexpr std::size_t shared_bytes_with(uint32_t stages) {
   return std::size_t{stages} * kStageBytes + std::size_t{kTile} * pitch<kChannels>() +
-         std::size_t{stages} * sizeof(uint64_t);
+         std::size_t{stages} * sizeof(uint64_t) + kFillCursorBytes;
 }
 
 // As many stages as let two blocks share an SM, up to kMaxStages (3 with 4 channels, 5 with 3).
@@ -133,8 +143,24 @@ struct UsFragment {
   }
 };
 
-// Where the k loop is: step by step, channel by channel, and the stage of the ring a step uses
-// (stage, and the parity of the stage's use: its phase).
+// Tile t of a launch: column tile fastest, then row tile, then task.
+struct TileIndex {
+  uint32_t task;
+  uint32_t row;
+  uint32_t col;
+
+  __device__ __forceinline__ TileIndex(uint32_t t, uint32_t row_tiles, uint32_t col_tiles)
+      : task(t / (row_tiles * col_tiles)), row(t / col_tiles % row_tiles), col(t % col_tiles) {}
+};
+
+// k-steps per channel of a task: at least one, so that rank 0 gives zeros.
+__device__ __forceinline__ uint32_t slices_for(uint32_t rank) {
+  return max(1U, (rank + kWgmmaDepth - 1) / kWgmmaDepth);
+}
+
+// A place in the block's stream of k-steps (its tiles' steps one after the other, channel by
+// channel): `step` counts them all; step s uses stage s % kStages for the (s / kStages)-th time,
+// whose parity is `phase`.
 struct StepCursor {
   uint32_t step = 0;
   uint32_t channel = 0;
@@ -156,33 +182,77 @@ struct StepCursor {
   }
 };
 
-// The ring the operands stream through: step s uses stage s % kStages. Thread 0 fills a stage
-// with two bulk copies (its barrier's phase completes when the bytes have landed), once the
-// block's threads are past a block barrier that follows their last use of the stage.
+// Where the copies of one tile start: its first step's US and V blocks, how far to skip from the
+// block after a channel's last to the next channel's first, and the steps per channel.
+struct TilePlan {
+  const unsigned char* us;
+  const unsigned char* v;
+  uint32_t us_skip;
+  uint32_t v_skip;
+  uint32_t slices;
+  uint32_t tile;  // tiles: none
+};
+
+// The ring the operands stream through. Thread 0 fills a stage with two bulk copies (its
+// barrier's phase completes when the bytes have landed), once the block's threads are past a
+// block barrier that follows their last use of the stage; it runs on into the block's next tile
+// while this one's last steps are multiplied and its pixels stored.
+// A refill holds up thread 0's warpgroup (measured: splitting the refills between two threads,
+// or looking the task up at every copy, made the kernel slower), so it is kept to a few shared
+// loads: thread 0's place in the stream lives in shared memory (FillCursor), with the tile's
+// copy addresses, worked out once per tile (TilePlan).
 template <uint32_t kStages>
 class OperandRing {
  public:
+  struct FillCursor {
+    TilePlan plan;  // of the tile being filled
+    uint32_t channel;
+    uint32_t slice;
+    uint32_t step;  // the stream's next step to fill
+  };
   __device__ __forceinline__ OperandRing(unsigned char* stages, uint64_t* barriers,
-                                         const ReconstructTask& task, uint32_t slices,
-                                         uint32_t height, uint32_t width, uint32_t channels)
+                                         FillCursor* cursor, const ReconstructTask* tasks,
+                                         uint32_t tiles, const ImageShape& shape)
       : stages_(stages),
         landed_(barriers),
-        operands_(static_cast<const unsigned char*>(task.wgmma_operands)),
-        layout_{{width, height, channels}, task.rank_kept},
-        slices_(slices),
-        steps_(channels * slices) {}
+        cursor_(cursor),
+        tasks_(tasks),
+        tiles_(tiles),
+        shape_(shape) {}
 
   // Thread 0, before the block's first barrier: the barriers, and the first stages' copies.
   __device__ __forceinline__ void start() {
     for (uint32_t s = 0; s < kStages; ++s) detail::init_barrier(landed_ + s, 1);
     detail::fence_barrier_init();
+    *cursor_ = {plan(blockIdx.x), 0, 0, 0};
     fill_until(kStages);
   }
 
-  // Thread 0, after a block barrier that every thread reached with steps 0 .. done - 1 finished
-  // (their wgmmas waited for): their stages are free.
+  // Thread 0, after a block barrier that every thread reached with the stream's steps
+  // 0 .. done - 1 finished (their wgmmas waited for): their stages are free.
   __device__ __forceinline__ void fill_until(uint32_t done_plus_stages) {
-    while (fill_.step < steps_ && fill_.step < done_plus_stages) fill_next();
+    FillCursor c = *cursor_;
+    while (c.plan.tile < tiles_ && c.step < done_plus_stages) {
+      const uint32_t stage_index = c.step % kStages;
+      unsigned char* const stage = stages_ + stage_index * kStageBytes;
+      uint64_t* const landed = landed_ + stage_index;
+      detail::arrive_expecting(landed, kStageBytes);
+      detail::bulk_load(stage, c.plan.us, kUsBytes, landed);
+      detail::bulk_load(stage + kUsBytes, c.plan.v, Layout::kVStepBytes, landed);
+      ++c.step;
+      c.plan.us += kUsBytes;
+      c.plan.v += Layout::kVStepBytes;
+      if (++c.slice == c.plan.slices) {
+        c.slice = 0;
+        c.plan.us += c.plan.us_skip;
+        c.plan.v += c.plan.v_skip;
+        if (++c.channel == shape_.channels) {
+          c.channel = 0;
+          c.plan = plan(c.plan.tile + gridDim.x);
+        }
+      }
+    }
+    *cursor_ = c;
   }
 
   __device__ __forceinline__ void wait_landed(const StepCursor& at) const {
@@ -190,25 +260,32 @@ class OperandRing {
   }
 
  private:
-  __device__ __forceinline__ void fill_next() {
-    unsigned char* const stage = stages_ + fill_.stage * kStageBytes;
-    uint64_t* const landed = landed_ + fill_.stage;
-    detail::arrive_expecting(landed, kStageBytes);
-    detail::bulk_load(stage, operands_ + layout_.us_offset(fill_.channel, blockIdx.y, fill_.slice),
-                      kUsBytes, landed);
-    detail::bulk_load(stage + kUsBytes,
-                      operands_ + layout_.v_offset(fill_.channel, blockIdx.x, fill_.slice),
-                      Layout::kVStepBytes, landed);
-    fill_.template advance<kStages>(slices_);
+  __device__ __forceinline__ TilePlan plan(uint32_t t) const {
+    TilePlan p{};
+    p.tile = min(t, tiles_);
+    if (t >= tiles_) return p;
+    const uint32_t row_tiles = (shape_.height + kTile - 1) / kTile;
+    const uint32_t col_tiles = (shape_.width + kTile - 1) / kTile;
+    const TileIndex at(t, row_tiles, col_tiles);
+    const ReconstructTask& task = tasks_[at.task];
+    const auto* operands = static_cast<const unsigned char*>(task.wgmma_operands);
+    const Layout layout{shape_, task.rank_kept};
+    p.slices = slices_for(task.rank);
+    p.us = operands + layout.us_offset(0, at.row, 0);
+    p.v = operands + layout.v_offset(0, at.col, 0);
+    p.us_skip = static_cast<uint32_t>(layout.us_offset(1, at.row, 0) -
+                                      layout.us_offset(0, at.row, p.slices));
+    p.v_skip = static_cast<uint32_t>(layout.v_offset(1, at.col, 0) -
+                                     layout.v_offset(0, at.col, p.slices));
+    return p;
   }
 
   unsigned char* stages_;
   uint64_t* landed_;
-  const unsigned char* operands_;
-  Layout layout_;
-  uint32_t slices_;
-  uint32_t steps_;
-  StepCursor fill_;  // thread 0's: the next step to copy
+  FillCursor* cursor_;
+  const ReconstructTask* tasks_;
+  uint32_t tiles_;
+  ImageShape shape_;
 };
 
 // The descriptors of V's parts in stage 0; stage s's are kStageBytes * s further (the start
@@ -241,8 +318,8 @@ struct StageOperands {
 
 template <uint32_t kChannels>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
-    fused_reconstruct_wgmma_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
-                                   uint32_t width) {
+    fused_reconstruct_wgmma_kernel(const ReconstructTask* __restrict__ tasks, uint32_t tiles,
+                                   uint32_t height, uint32_t width) {
 #if SVDSERVE_HAS_WGMMA
   constexpr uint32_t kPitch = pitch<kChannels>();
   constexpr uint32_t kStages = stages<kChannels>();
@@ -251,12 +328,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   // covers the reads of the two steps up to the next one.
   constexpr bool kRefillEveryStep = kStages < 5;
   static_assert(kRefillEveryStep || kStages >= 4);
+  using Ring = OperandRing<kStages>;
+  static_assert(sizeof(typename Ring::FillCursor) <= kFillCursorBytes);
   extern __shared__ __align__(128) unsigned char shared[];
   unsigned char* const staging = shared + std::size_t{kStages} * kStageBytes;
   auto* const barriers = reinterpret_cast<uint64_t*>(staging + std::size_t{kTile} * kPitch);
-  const ReconstructTask task = tasks[blockIdx.z];
-  if (task.wgmma_operands == nullptr) __trap();  // the caller's contract (reconstruct.hpp)
-  const detail::OutputTile<kTile, kThreads, kChannels, kPitch> tile(task, width);
+  auto* const fill_cursor = reinterpret_cast<typename Ring::FillCursor*>(barriers + kStages);
   const uint32_t warpgroup = threadIdx.x / detail::kWarpgroupThreads;
   const uint32_t lane = threadIdx.x % kWarpSize;
   // The accumulator layout (wgmma_tf32): warp w of the warpgroup holds rows 16w + g and
@@ -266,83 +343,100 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
                              threadIdx.x % detail::kWarpgroupThreads / kWarpSize * kRowsPerWarp +
                              lane / 4;
   const uint32_t first_col = 2 * (lane % 4);
+  const uint32_t row_tiles = (height + kTile - 1) / kTile;
+  const uint32_t col_tiles = (width + kTile - 1) / kTile;
 
-  const uint32_t rank = task.rank;
-  const uint32_t slices = max(1U, (rank + kWgmmaDepth - 1) / kWgmmaDepth);
-  const uint32_t steps = kChannels * slices;
   const StageOperands operands(shared);
-  OperandRing<kStages> ring(shared, barriers, task, slices, height, width, kChannels);
+  Ring ring(shared, barriers, fill_cursor, tasks, tiles, {width, height, kChannels});
   if (threadIdx.x == 0) ring.start();
   __syncthreads();  // the barriers are initialised
 
   // Set once (the asm reads them); each channel's first wgmma then overwrites them.
   detail::WgmmaAccumulators acc = {};
-  // After the channel's last k-step: its accumulators rounded into the staging tile.
-  const auto finish_channel = [&](uint32_t channel) {
+  StepCursor at;  // the stream's next step
+  for (uint32_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const TileIndex tile_index(t, row_tiles, col_tiles);
+    const ReconstructTask& task = tasks[tile_index.task];
+    // The caller's contract (reconstruct.hpp). Checked here, not where thread 0 plans the tile's
+    // copies: a trap on that path made the whole kernel 1.1-1.2x slower (measured, session 9).
+    if (task.wgmma_operands == nullptr) __trap();
+    const detail::OutputTile<kTile, kThreads, kChannels, kPitch> tile(task, width, tile_index.row,
+                                                                      tile_index.col);
+    const uint32_t rank = task.rank;
+    const uint32_t slices = slices_for(rank);
+
+    // After the channel's last k-step: its accumulators rounded into the staging tile.
+    const auto finish_channel = [&](uint32_t channel) {
 #pragma unroll
-    for (uint32_t half = 0; half < 2; ++half) {
-      unsigned char* const stage_row =
-          tile.staged(staging, first_row + kRowsPerWarp / 2 * half, channel);
+      for (uint32_t half = 0; half < 2; ++half) {
+        unsigned char* const stage_row =
+            tile.staged(staging, first_row + kRowsPerWarp / 2 * half, channel);
 #pragma unroll
-      for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
+        for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
 #pragma unroll
-        for (uint32_t e = 0; e < 2; ++e) {
-          const uint32_t col = 8 * j + first_col + e;
-          // STS.U8 stores the low byte; round_to_u8_packable leaves it there.
-          stage_row[col * kChannels] =
-              static_cast<uint8_t>(detail::round_to_u8_packable(acc[4 * j + 2 * half + e]));
+          for (uint32_t e = 0; e < 2; ++e) {
+            const uint32_t col = 8 * j + first_col + e;
+            // STS.U8 stores the low byte; round_to_u8_packable leaves it there.
+            stage_row[col * kChannels] =
+                static_cast<uint8_t>(detail::round_to_u8_packable(acc[4 * j + 2 * half + e]));
+          }
         }
       }
-    }
-  };
-  // One k-step (`at`): its wgmmas start on `us` (read from its stage the step before); once the
-  // previous step's wgmmas are done (at a channel's end: all of them, and the channel rounded
-  // into the staging tile), the block barrier if `refill` (past it, every thread is done with
-  // the steps before the one just issued: thread 0 refills their stages), and the next step's
-  // US is read into `next_us` once its stage has landed.
-  StepCursor at;
-  const auto run_step = [&](const UsFragment& us, UsFragment& next_us, bool refill) {
-    operands.multiply(at.stage, us, at.slice != 0, acc);
-    const uint32_t channel = at.channel;
-    at.template advance<kStages>(slices);
-    if (at.slice == 0) {  // this was the channel's last step
-      detail::wait_wgmma<0>();
-      detail::pin_accumulators(acc);
-      finish_channel(channel);
-    } else {
-      detail::wait_wgmma<1>();  // the previous step's wgmmas: its stage and registers are free
-    }
-    if (refill) {
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        // The threads' generic loads of the freed stages' US before the copy engine's writes
-        // into them (a write after read across proxies; the loads are complete, their values
-        // went into waited wgmmas, but the memory model asks for the fence on the path).
-        detail::fence_shared_for_bulk_copy();
-        ring.fill_until(at.step - 1 + kStages);
+    };
+    // One k-step (`at`): its wgmmas start on `us` (read from its stage the step before); once
+    // the previous step's wgmmas are done (at a channel's end: all of them, and the channel
+    // rounded into the staging tile), the block barrier if `refill` (past it, every thread is
+    // done with the steps before the one just issued: thread 0 refills their stages), and the
+    // next step's US is read into `next_us` once its stage has landed.
+    const auto run_step = [&](const UsFragment& us, UsFragment& next_us, bool refill) {
+      operands.multiply(at.stage, us, at.slice != 0, acc);
+      const uint32_t channel = at.channel;
+      at.template advance<kStages>(slices);
+      if (at.slice == 0) {  // this was the channel's last step
+        detail::wait_wgmma<0>();
+        detail::pin_accumulators(acc);
+        finish_channel(channel);
+      } else {
+        detail::wait_wgmma<1>();  // the previous step's wgmmas: its stage and registers are free
       }
-    }
-    if (at.step < steps) {
-      ring.wait_landed(at);
-      next_us.read(shared + at.stage * kStageBytes, at.slice * kWgmmaDepth, rank);
-    }
-  };
+      if (refill) {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          // The threads' generic loads of the freed stages' US before the copy engine's writes
+          // into them (a write after read across proxies; the loads are complete, their values
+          // went into waited wgmmas, but the memory model asks for the fence on the path).
+          detail::fence_shared_for_bulk_copy();
+          ring.fill_until(at.step - 1 + kStages);
+        }
+      }
+      if (at.channel < kChannels) {
+        ring.wait_landed(at);
+        next_us.read(shared + at.stage * kStageBytes, at.slice * kWgmmaDepth, rank);
+      }
+    };
 
-  UsFragment even_us;  // the US of the even steps, split
-  UsFragment odd_us;
-  ring.wait_landed(at);
-  even_us.read(shared, 0, rank);
+    at.channel = 0;
+    UsFragment even_us;  // the US of the even steps of the tile, split
+    UsFragment odd_us;
+    ring.wait_landed(at);
+    even_us.read(shared + at.stage * kStageBytes, 0, rank);
 #pragma unroll 1
-  while (at.step < steps) {
-    run_step(even_us, odd_us, kRefillEveryStep);
-    if (at.step < steps) run_step(odd_us, even_us, true);
-  }
-  // Every group is complete already (the last step waited for all); saying so keeps ptxas from
-  // putting a full wait inside the loop, which it cannot prove empty at the loop's exit.
-  detail::wait_wgmma<0>();
+    while (at.channel < kChannels) {
+      run_step(even_us, odd_us, kRefillEveryStep);
+      if (at.channel < kChannels) run_step(odd_us, even_us, true);
+    }
+    // Every group is complete already (the last step waited for all); saying so keeps ptxas
+    // from putting a full wait inside the loop, which it cannot prove empty at the loop's exit.
+    detail::wait_wgmma<0>();
 
-  __syncthreads();  // the staging tile is complete (the last step need not end with a barrier)
-  tile.copy_out(staging, height, width);
+    __syncthreads();  // the staging tile is complete, and every step of the tile done
+    if (threadIdx.x == 0) {
+      detail::fence_shared_for_bulk_copy();
+      ring.fill_until(at.step + kStages);
+    }
+    tile.copy_out(staging, height, width);
+    __syncthreads();  // the staging tile is read: the next tile may write it
+  }
 #else
   __trap();  // launch_fused_reconstruct launches this kernel on sm_90 devices only
 #endif
@@ -394,12 +488,30 @@ bool fused_wgmma_supported() noexcept {
 }
 
 void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
-                           const ImageShape& shape, StreamView stream) {
+                           const ImageShape& shape, uint32_t max_rank, StreamView stream) {
+  const uint32_t tiles =
+      ((shape.width + kTile - 1) / kTile) * ((shape.height + kTile - 1) / kTile) * count;
+  if (tiles == 0) return;
+  // From kLoopOverTilesFromRank, as many blocks as stay resident together, each looping over
+  // tiles (its ring runs on into the next tile while this one is stored: measured 1.03-1.10x
+  // faster at rank 256, docs/PERFORMANCE.md); below it, a block per tile (the blocks' static
+  // share of tiles lost up to 10 % at rank 16 against the hardware's scheduling of blocks).
+  uint32_t blocks = tiles;
+  if (max_rank >= kLoopOverTilesFromRank) {
+    int device = 0;
+    int sms = 0;
+    SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
+    SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    blocks = std::min(tiles, static_cast<uint32_t>(kMinBlocksPerSm * sms));
+  }
   dispatch_channels(shape.channels, [&](auto channels) {
     constexpr uint32_t kChannels = decltype(channels)::value;
-    detail::launch_tiles<kTile, kThreads>(fused_reconstruct_wgmma_kernel<kChannels>,
-                                          shared_bytes<kChannels>(), tasks_device, count, shape,
-                                          stream);
+    const auto kernel = fused_reconstruct_wgmma_kernel<kChannels>;
+    SVDSERVE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(shared_bytes<kChannels>())));
+    kernel<<<blocks, kThreads, shared_bytes<kChannels>(), stream.value()>>>(
+        tasks_device, tiles, shape.height, shape.width);
+    SVDSERVE_CUDA_CHECK_LAUNCH();
   });
 }
 

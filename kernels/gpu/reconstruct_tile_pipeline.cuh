@@ -92,9 +92,14 @@ struct OutputTile {
   std::size_t row_bytes;
   unsigned char* out;
 
+  // The tile (blockIdx.y, blockIdx.x), or (tile_row, tile_col) in a kernel whose blocks loop
+  // over tiles.
   __device__ __forceinline__ OutputTile(const ReconstructTask& task, uint32_t width)
-      : row0(blockIdx.y * kTile),
-        col0(blockIdx.x * kTile),
+      : OutputTile(task, width, blockIdx.y, blockIdx.x) {}
+  __device__ __forceinline__ OutputTile(const ReconstructTask& task, uint32_t width,
+                                        uint32_t tile_row, uint32_t tile_col)
+      : row0(tile_row * kTile),
+        col0(tile_col * kTile),
         row_bytes(std::size_t{width} * kChannels),
         out(static_cast<unsigned char*>(task.out) + row0 * row_bytes +
             std::size_t{col0} * kChannels) {}
@@ -126,7 +131,7 @@ struct OutputTile {
       if (threadIdx.x < tile_rows) {
         bulk_store(out + threadIdx.x * row_bytes, staging + threadIdx.x * kPitch, segment_bytes);
         commit_bulk_group();
-        wait_bulk_reads();  // before the block's shared memory goes
+        wait_bulk_reads();  // before the staging is reused, or the block's memory goes
       }
       return;
     }

@@ -487,6 +487,30 @@ TEST_F(GpuReconstructTest, BatchOfTasksWithDifferentRanksInOneLaunch) {
   check_batch(shape, host, ranks, 1);
 }
 
+// More tiles than two per SM at a rank where the wgmma kernel's blocks loop over tiles: each
+// block's ring runs on from tile to tile, across tasks of different ranks (1 and 8: one k-step
+// per channel, so a refill may reach several tiles ahead).
+TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesOfMixedRanks) {
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  int device = 0;
+  int sms = 0;
+  SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
+  SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const ImageShape shape{384, 200, 3};  // 3 x 2 tiles of 128, the lower ones partial
+  constexpr uint32_t kTilesPerTask = 6;
+  constexpr uint32_t kRankKept = 48;
+  const uint32_t tasks = (2 * static_cast<uint32_t>(sms) + 3 * kTilesPerTask) / kTilesPerTask;
+  constexpr uint32_t kRankCycle[] = {kRankKept, 1, 9, 40, 8, 33, 17};
+  std::vector<uint32_t> ranks;
+  std::vector<HostFactors> host;
+  for (uint32_t t = 0; t < tasks; ++t) {
+    ranks.push_back(kRankCycle[t % std::size(kRankCycle)]);
+    host.push_back(random_factors(shape, kRankKept, seed + t));
+  }
+  check_batch(shape, host, ranks, 0);
+}
+
 TEST_F(GpuReconstructTest, BatchWithRankKeptBelowFullRank) {
   const uint64_t seed = run_seed();
   SCOPED_TRACE(seed_text(seed));
