@@ -493,9 +493,9 @@ void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
       ((shape.width + kTile - 1) / kTile) * ((shape.height + kTile - 1) / kTile) * count;
   if (tiles == 0) return;
   // From kLoopOverTilesFromRank, as many blocks as stay resident together, each looping over
-  // tiles (its ring runs on into the next tile while this one is stored: measured 1.03-1.10x
-  // faster at rank 256, docs/PERFORMANCE.md); below it, a block per tile (the blocks' static
-  // share of tiles lost up to 10 % at rank 16 against the hardware's scheduling of blocks).
+  // tiles (its ring runs on into the next tile while this one is stored: measured 1.04-1.08x
+  // faster at rank 256, 1.02-1.07x at 64; docs/PERFORMANCE.md, session 9); below it, a block
+  // per tile (looping measured equal or up to 6 % slower at ranks 8 to 24).
   uint32_t blocks = tiles;
   if (max_rank >= kLoopOverTilesFromRank) {
     int device = 0;
