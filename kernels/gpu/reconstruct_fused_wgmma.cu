@@ -187,6 +187,8 @@ struct StepCursor {
 struct TilePlan {
   const unsigned char* us;
   const unsigned char* v;
+  // 32-bit (64-bit skips made the kernel 1.15x slower, measured): write_wgmma_operands refuses a
+  // layout whose channel's blocks pass 4 GiB.
   uint32_t us_skip;
   uint32_t v_skip;
   uint32_t slices;
@@ -359,6 +361,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const ReconstructTask& task = tasks[tile_index.task];
     // The caller's contract (reconstruct.hpp). Checked here, not where thread 0 plans the tile's
     // copies: a trap on that path made the whole kernel 1.1-1.2x slower (measured, session 9).
+    // Thread 0 may have issued this tile's first copies already: a null may then surface as an
+    // illegal address instead; either way the kernel fails and no pixel is written from it.
     if (task.wgmma_operands == nullptr) __trap();
     const detail::OutputTile<kTile, kThreads, kChannels, kPitch> tile(task, width, tile_index.row,
                                                                       tile_index.col);

@@ -2,6 +2,11 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstddef>
+#include <string>
+
+#include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/tf32_mma.cuh"
 #include "kernels/gpu/wgmma_tf32.cuh"
@@ -76,6 +81,19 @@ unsigned blocks_for(std::size_t values) {
 
 void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLayout& layout,
                           void* operands, StreamView stream) {
+  // The kernel steps between a channel's blocks with 32-bit offsets (reconstruct_fused_wgmma.cu,
+  // TilePlan): one channel's US blocks, and its V blocks, must stay under 4 GiB, which takes
+  // height x rank under 2^30 and width x rank under 2^29 (the default image limit, 8192 x 8192,
+  // keeps both under 2^26).
+  const std::size_t channel_us_bytes = layout.us_offset(1, 0, 0);
+  const std::size_t channel_v_bytes = layout.v_offset(1, 0, 0) - layout.v_offset(0, 0, 0);
+  if (std::max(channel_us_bytes, channel_v_bytes) >= (std::size_t{1} << 32)) {
+    throw InvalidArgument("a " + std::to_string(layout.shape.width) + " x " +
+                          std::to_string(layout.shape.height) + " image at rank " +
+                          std::to_string(layout.rank_kept) +
+                          " is too large for the wgmma reconstruction's operands; lower the "
+                          "maximum rank or the image size");
+  }
   auto* const out = static_cast<unsigned char*>(operands);
   const std::size_t depth = std::size_t{layout.steps()} * Layout::kDepth;
   const std::size_t us_values =

@@ -47,7 +47,9 @@ struct WgmmaOperandLayout {
 };
 
 // Writes the operands of one image (us, v: its canonical factors, reconstruct.hpp's layout) to
-// `operands` (device, layout.bytes(), 16-byte aligned), on `stream`.
+// `operands` (device, layout.bytes(), 16-byte aligned), on `stream`. Throws InvalidArgument,
+// before any work, where one channel's blocks of a factor pass 4 GiB (width or height x rank
+// about 2^29 or more).
 void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLayout& layout,
                           void* operands, StreamView stream);
 

@@ -347,6 +347,10 @@ class GpuReconstructTest : public ::testing::Test {
     }
   }
 
+  // Defined with the tests that use it, below.
+  void check_blocks_that_loop(uint32_t channels, uint32_t blocks_per_sm_rounds,
+                              std::span<const uint32_t> rank_cycle, std::size_t lead_values);
+
   static void check_u8(const ImageShape& shape, std::span<const uint8_t> actual,
                        std::span<const double> reference) {
     std::size_t violations = 0;
@@ -488,27 +492,49 @@ TEST_F(GpuReconstructTest, BatchOfTasksWithDifferentRanksInOneLaunch) {
 }
 
 // More tiles than two per SM at a rank where the wgmma kernel's blocks loop over tiles: each
-// block's ring runs on from tile to tile, across tasks of different ranks (1 and 8: one k-step
-// per channel, so a refill may reach several tiles ahead).
-TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesOfMixedRanks) {
-  const uint64_t seed = run_seed();
+// block's ring runs on from tile to tile, across tasks of different ranks. Images of 384 x 180:
+// 3 x 2 tiles of 128, the lower ones 52 rows (their second warpgroup has no rows to compute).
+void GpuReconstructTest::check_blocks_that_loop(uint32_t channels, uint32_t blocks_per_sm_rounds,
+                                                std::span<const uint32_t> rank_cycle,
+                                                std::size_t lead_values) {
+  const uint64_t seed = run_seed() ^ channels;
   SCOPED_TRACE(seed_text(seed));
   int device = 0;
   int sms = 0;
   SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
   SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const ImageShape shape{384, 200, 3};  // 3 x 2 tiles of 128, the lower ones partial
+  const ImageShape shape{384, 180, channels};
   constexpr uint32_t kTilesPerTask = 6;
-  constexpr uint32_t kRankKept = 48;
-  const uint32_t tasks = (2 * static_cast<uint32_t>(sms) + 3 * kTilesPerTask) / kTilesPerTask;
-  constexpr uint32_t kRankCycle[] = {kRankKept, 1, 9, 40, 8, 33, 17};
+  const uint32_t rank_kept = *std::ranges::max_element(rank_cycle);
+  // Every block gets blocks_per_sm_rounds tiles or more (the launch: 2 blocks per SM).
+  const uint32_t tasks =
+      (blocks_per_sm_rounds * 2 * static_cast<uint32_t>(sms) + kTilesPerTask) / kTilesPerTask;
   std::vector<uint32_t> ranks;
   std::vector<HostFactors> host;
   for (uint32_t t = 0; t < tasks; ++t) {
-    ranks.push_back(kRankCycle[t % std::size(kRankCycle)]);
-    host.push_back(random_factors(shape, kRankKept, seed + t));
+    ranks.push_back(rank_cycle[t % rank_cycle.size()]);
+    host.push_back(random_factors(shape, rank_kept, seed + t));
   }
-  check_batch(shape, host, ranks, 0);
+  check_batch(shape, host, ranks, lead_values);
+}
+
+TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesOfMixedRanks) {
+  constexpr uint32_t kRanks[] = {48, 1, 9, 40, 8, 33, 17};
+  check_blocks_that_loop(3, 1, kRanks, 0);  // 5 stages, a barrier every other k-step
+}
+
+TEST_F(GpuReconstructTest, BlocksThatLoopOverManyOneStepTiles) {
+  // One channel, 6 stages: a tile at rank <= 8 is one k-step, so a refill reaches up to six tiles
+  // ahead; three rounds of tiles per block.
+  constexpr uint32_t kRanks[] = {40, 1, 2, 8, 1, 5, 33, 1, 8};
+  check_blocks_that_loop(1, 3, kRanks, 0);
+}
+
+TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesWithFourChannelsUnaligned) {
+  // Four channels, 3 stages: a barrier every k-step; an unaligned output takes the generic
+  // copy-out (no bulk stores) between tiles.
+  constexpr uint32_t kRanks[] = {32, 8, 17, 1};
+  check_blocks_that_loop(4, 2, kRanks, 3);
 }
 
 TEST_F(GpuReconstructTest, BatchWithRankKeptBelowFullRank) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "kernels/errors.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
 #include "kernels/gpu/wgmma_operands.hpp"
 
@@ -44,6 +45,17 @@ TEST(WgmmaOperandLayout, IsUsPlusTwiceVForWholeTiles) {
   const WgmmaOperandLayout layout{shape, 64};
   const std::size_t us_bytes = std::size_t{3} * 1024 * 64 * sizeof(float);
   EXPECT_EQ(layout.bytes(), us_bytes + 2 * us_bytes);
+}
+
+TEST(WgmmaOperandLayout, WriterRefusesChannelsOverFourGiB) {
+  // 65536 wide at rank 8192: one channel's V blocks are 512 tiles x 1024 steps x 8 KiB = 4 GiB,
+  // past the kernel's 32-bit steps. Refused before any device work (no device needed).
+  const WgmmaOperandLayout too_wide{{65536, 8, 1}, 8192};
+  EXPECT_THROW(gpu::write_wgmma_operands(nullptr, nullptr, too_wide, nullptr, gpu::StreamView{}),
+               InvalidArgument);
+  const WgmmaOperandLayout too_tall{{8, 131072, 1}, 8192};  // US: 1024 x 1024 x 4 KiB
+  EXPECT_THROW(gpu::write_wgmma_operands(nullptr, nullptr, too_tall, nullptr, gpu::StreamView{}),
+               InvalidArgument);
 }
 
 TEST(GpuFactorsBytes, OperandsFollowTheCanonicalFactorsAligned) {
