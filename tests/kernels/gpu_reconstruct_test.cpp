@@ -348,7 +348,7 @@ class GpuReconstructTest : public ::testing::Test {
   }
 
   // Defined with the tests that use it, below.
-  void check_blocks_that_loop(uint32_t channels, uint32_t blocks_per_sm_rounds,
+  void check_blocks_that_loop(uint32_t channels, uint32_t tiles_per_block,
                               std::span<const uint32_t> rank_cycle, std::size_t lead_values);
 
   static void check_u8(const ImageShape& shape, std::span<const uint8_t> actual,
@@ -493,8 +493,8 @@ TEST_F(GpuReconstructTest, BatchOfTasksWithDifferentRanksInOneLaunch) {
 
 // More tiles than two per SM at a rank where the wgmma kernel's blocks loop over tiles: each
 // block's ring runs on from tile to tile, across tasks of different ranks. Images of 384 x 180:
-// 3 x 2 tiles of 128, the lower ones 52 rows (their second warpgroup has no rows to compute).
-void GpuReconstructTest::check_blocks_that_loop(uint32_t channels, uint32_t blocks_per_sm_rounds,
+// 3 x 2 tiles of 128, the lower ones 52 rows (their second warpgroup's rows all outside).
+void GpuReconstructTest::check_blocks_that_loop(uint32_t channels, uint32_t tiles_per_block,
                                                 std::span<const uint32_t> rank_cycle,
                                                 std::size_t lead_values) {
   const uint64_t seed = run_seed() ^ channels;
@@ -506,9 +506,9 @@ void GpuReconstructTest::check_blocks_that_loop(uint32_t channels, uint32_t bloc
   const ImageShape shape{384, 180, channels};
   constexpr uint32_t kTilesPerTask = 6;
   const uint32_t rank_kept = *std::ranges::max_element(rank_cycle);
-  // Every block gets blocks_per_sm_rounds tiles or more (the launch: 2 blocks per SM).
+  // Every block gets tiles_per_block tiles or more (the launch: 2 blocks per SM).
   const uint32_t tasks =
-      (blocks_per_sm_rounds * 2 * static_cast<uint32_t>(sms) + kTilesPerTask) / kTilesPerTask;
+      (tiles_per_block * 2 * static_cast<uint32_t>(sms) + kTilesPerTask) / kTilesPerTask;
   std::vector<uint32_t> ranks;
   std::vector<HostFactors> host;
   for (uint32_t t = 0; t < tasks; ++t) {
