@@ -8,6 +8,7 @@
 #include "kernels/gpu/convert_samples.hpp"
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
+#include "kernels/gpu/wgmma_operands.hpp"
 #include "kernels/trace.hpp"
 
 namespace svdserve::gpu {
@@ -98,6 +99,8 @@ DecomposeOutcome decompose_batch(StreamContext& context,
                                  SvdMethod method, DeviceMemoryPool& pool,
                                  bool with_wgmma_operands) {
   const ImageShape shape = common_shape(images);
+  // Before the solver runs: the operands' layout must suit the kernel (it throws if not).
+  if (with_wgmma_operands) check_wgmma_operand_layout(WgmmaOperandLayout{shape, rank});
   const StreamView stream = context.stream.view();
   // A row-major h x w plane is a column-major w x h matrix. cuSOLVER wants m >= n: wide and
   // square planes go as they are (m = w); tall ones are transposed by the conversion (m = h).

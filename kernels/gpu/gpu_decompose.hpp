@@ -23,7 +23,8 @@ struct DecomposeOutcome {
 
 // images: all of one shape (any sample types). rank: 1..shape.full_rank().
 // with_wgmma_operands: also write the factors as the wgmma kernel reads them (gpu_factors.hpp).
-// Throws InvalidArgument for a non-finite sample, InternalError when the solver fails,
+// Throws InvalidArgument for a non-finite sample or, with_wgmma_operands, an image too large for
+// the operands (check_wgmma_operand_layout), InternalError when the solver fails,
 // ResourceExhausted when the pool cannot hold the factors.
 [[nodiscard]] DecomposeOutcome decompose_batch(StreamContext& context,
                                                std::span<const DecodedImage* const> images,

@@ -79,8 +79,7 @@ unsigned blocks_for(std::size_t values) {
 
 }  // namespace
 
-void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLayout& layout,
-                          void* operands, StreamView stream) {
+void check_wgmma_operand_layout(const WgmmaOperandLayout& layout) {
   // The kernel steps between a channel's blocks with 32-bit offsets (reconstruct_fused_wgmma.cu,
   // TilePlan): one channel's US blocks, and its V blocks, must stay under 4 GiB, which takes
   // height x rank under 2^30 and width x rank under 2^29 (the default image limit, 8192 x 8192,
@@ -94,6 +93,11 @@ void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLay
                           " is too large for the wgmma reconstruction's operands; lower the "
                           "maximum rank or the image size");
   }
+}
+
+void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLayout& layout,
+                          void* operands, StreamView stream) {
+  check_wgmma_operand_layout(layout);
   auto* const out = static_cast<unsigned char*>(operands);
   const std::size_t depth = std::size_t{layout.steps()} * Layout::kDepth;
   const std::size_t us_values =

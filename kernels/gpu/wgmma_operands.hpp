@@ -46,10 +46,13 @@ struct WgmmaOperandLayout {
   [[nodiscard]] constexpr std::size_t bytes() const { return v_offset(shape.channels, 0, 0); }
 };
 
+// Throws InvalidArgument where one channel's blocks of a factor pass 4 GiB (width or height x
+// rank about 2^29 or more): the kernel steps between them with 32-bit offsets.
+void check_wgmma_operand_layout(const WgmmaOperandLayout& layout);
+
 // Writes the operands of one image (us, v: its canonical factors, reconstruct.hpp's layout) to
-// `operands` (device, layout.bytes(), 16-byte aligned), on `stream`. Throws InvalidArgument,
-// before any work, where one channel's blocks of a factor pass 4 GiB (width or height x rank
-// about 2^29 or more).
+// `operands` (device, layout.bytes(), 16-byte aligned), on `stream`. Checks the layout first
+// (check_wgmma_operand_layout), before any work.
 void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLayout& layout,
                           void* operands, StreamView stream);
 
