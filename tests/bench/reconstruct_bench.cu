@@ -9,7 +9,9 @@
 //     H100's dense TF32 peak through wgmma is higher, ~495 TFLOP/s, so this floor is the
 //     instruction's, not the chip's);
 //   - TF32 wgmma peak (sm_90 only): back-to-back wgmma m64n128k8 from shared memory on every
-//     warpgroup, the instruction the wgmma variant uses, and its floor;
+//     warpgroup, the instruction the wgmma variant uses, and its floor; measured again on random
+//     operands, and each time with the SM clock over the run: a check that the floor is what
+//     the tensor cores sustain on real data (the H100 gives the same peak and clock either way);
 //   - per shape x rank, for each fused variant and the cuBLAS path: time per batch (CUDA events,
 //     median after warm-up), bytes moved (factor columns read + output written, once each),
 //     FLOPs (2 h w k c), floor = max(bytes / D2D bandwidth, FLOPs / FMA peak), % of floor
@@ -204,18 +206,63 @@ double tf32_mma_peak_tflops(gpu::StreamView stream, int sms) {
 constexpr uint32_t kWgmmaBlocksPerSm = 2;  // 4 warpgroups per SM
 constexpr uint32_t kWgmmasPerGroup = 4;
 
+// Deterministic pseudo-random bits from an index (splitmix64).
+__device__ __forceinline__ uint64_t splitmix64(uint64_t index, uint64_t seed) {
+  uint64_t z = index * 0x9E3779B97F4A7C15ULL + seed;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// The SM clock while a kernel ran: block 0's clock64 and the global timer, at its start and end.
+struct ClockSample {
+  unsigned long long cycles[2];
+  unsigned long long ns[2];
+};
+
+#if SVDSERVE_HAS_WGMMA
+__device__ __forceinline__ void sample_clock(ClockSample* sample, int at) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  unsigned long long ns = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  sample->cycles[at] = clock64();
+  sample->ns[at] = ns;
+}
+
+#endif
+
+// Operands of the peak kernels: 2^-10 everywhere (no bit toggles between values), or random
+// mantissas and signs at the same exponent (bits toggle as with real factors, and the tensor
+// cores draw the power they draw on real data; the sums stay finite either way).
+enum class PeakOperands { constant, random };
+
+#if SVDSERVE_HAS_WGMMA
+__device__ __forceinline__ uint32_t peak_operand(uint32_t index, PeakOperands kind) {
+  constexpr uint32_t kTwoToMinus10 = 0x3A800000;
+  if (kind == PeakOperands::constant) return kTwoToMinus10;
+  constexpr uint32_t kSignAndMantissa = 0x807FFFFF;
+  const auto bits = static_cast<uint32_t>(splitmix64(index, /*seed=*/12345));
+  return (bits & kSignAndMantissa) | kTwoToMinus10;
+}
+
+#endif
+
 // Each warpgroup keeps the tensor cores fed: groups of 4 wgmmas into its accumulators, waiting
-// only for the group before the last. Operands: 2^-10 everywhere (the sums stay finite).
+// only for the group before the last.
 __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict__ out,
-                                                              uint32_t iterations) {
+                                                              uint32_t iterations,
+                                                              PeakOperands kind,
+                                                              ClockSample* clock) {
 #if SVDSERVE_HAS_WGMMA
   constexpr uint32_t kOperandWords =
       (gpu::detail::kWgmmaRows + gpu::detail::kWgmmaCols) * gpu::detail::kWgmmaDepth;
-  constexpr uint32_t kOperand = 0x3A800000;
   __shared__ __align__(128) uint32_t operands[kOperandWords];
-  for (uint32_t i = threadIdx.x; i < kOperandWords; i += blockDim.x) operands[i] = kOperand;
+  for (uint32_t i = threadIdx.x; i < kOperandWords; i += blockDim.x) {
+    operands[i] = peak_operand(i, kind);
+  }
   gpu::detail::fence_shared_for_wgmma();
   __syncthreads();
+  sample_clock(clock, 0);
   constexpr uint32_t kLeading = gpu::detail::kKStepLeadingBytes;
   constexpr uint32_t kStride = gpu::detail::kKStepStrideBytes;
   const uint64_t a = gpu::detail::wgmma_descriptor(operands, kLeading, kStride);
@@ -232,6 +279,7 @@ __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict_
   }
   gpu::detail::wait_wgmma<0>();
   gpu::detail::pin_accumulators(acc);
+  sample_clock(clock, 1);
   float sum = 0.0F;
 #pragma unroll
   for (const float value : acc) sum += value;
@@ -239,31 +287,43 @@ __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict_
 #else
   (void)out;
   (void)iterations;
+  (void)kind;
+  (void)clock;
 #endif
 }
 
+struct Peak {
+  double tflops = 0;  // 0: not on this device
+  double sm_ghz = 0;  // block 0's clock over the kernel's last run
+};
+
 // 0 where the device cannot run the wgmma variant.
-double tf32_wgmma_peak_tflops(gpu::StreamView stream, int sms) {
-  if (!gpu::fused_wgmma_supported()) return 0;
+Peak tf32_wgmma_peak(gpu::StreamView stream, int sms, PeakOperands kind) {
+  if (!gpu::fused_wgmma_supported()) return {};
   constexpr uint32_t kIterations = 1U << 14;
   const uint32_t blocks = static_cast<uint32_t>(sms) * kWgmmaBlocksPerSm;
   gpu::DeviceBuffer out(std::size_t{blocks} * kThreads * sizeof(float));
+  gpu::DeviceBuffer clock(sizeof(ClockSample));
   const auto times = time_ms(stream, 5, [&] {
-    wgmma_peak_kernel<<<blocks, kThreads, 0, stream.value()>>>(out.as<float>(), kIterations);
+    wgmma_peak_kernel<<<blocks, kThreads, 0, stream.value()>>>(out.as<float>(), kIterations, kind,
+                                                               clock.as<ClockSample>());
     SVDSERVE_CUDA_CHECK(cudaGetLastError());
   });
+  ClockSample sample{};
+  SVDSERVE_CUDA_CHECK(
+      cudaMemcpy(&sample, clock.data(), sizeof(sample), cudaMemcpyDeviceToHost));
   const double wgmmas =
       double{kWgmmasPerGroup} * kIterations * blocks * (kThreads / gpu::detail::kWarpgroupThreads);
-  return wgmmas * gpu::detail::kWgmmaFlops / (times.front() * 1e-3) / 1e12;
+  Peak peak;
+  peak.tflops = wgmmas * gpu::detail::kWgmmaFlops / (times.front() * 1e-3) / 1e12;
+  peak.sm_ghz = static_cast<double>(sample.cycles[1] - sample.cycles[0]) /
+                static_cast<double>(sample.ns[1] - sample.ns[0]);
+  return peak;
 }
 
-// Deterministic pseudo-random floats in [0, 1) from an index (splitmix64).
+// Deterministic pseudo-random floats in [0, 1) from an index.
 __device__ __forceinline__ float unit_hash(uint64_t index, uint64_t seed) {
-  uint64_t z = index * 0x9E3779B97F4A7C15ULL + seed;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) * (1.0F / 16777216.0F);
+  return static_cast<float>(splitmix64(index, seed) >> 40) * (1.0F / 16777216.0F);
 }
 
 __global__ void fill_uniform_kernel(float* __restrict__ out, std::size_t count, uint64_t seed) {
@@ -416,7 +476,8 @@ struct Limits {
   double memset_gb_per_s = 0;
   double fma_tflops = 0;
   double tf32_mma_tflops = 0;
-  double tf32_wgmma_tflops = 0;  // 0: no wgmma on this device
+  Peak tf32_wgmma;         // tflops 0: no wgmma on this device
+  Peak tf32_wgmma_random;  // the same on random operands (PeakOperands)
   double sgemm_tflops = 0;
 };
 
@@ -524,8 +585,8 @@ class ShapeRun {
     row.bandwidth_ms = row.bytes / (limits.d2d_gb_per_s * 1e9) * 1e3;
     row.fma_ms = row.flops / (limits.fma_tflops * 1e12) * 1e3;
     row.tensor_ms = kTensorMmasPerProduct * row.flops / (limits.tf32_mma_tflops * 1e12) * 1e3;
-    if (limits.tf32_wgmma_tflops > 0) {
-      row.wgmma_ms = kTensorMmasPerProduct * row.flops / (limits.tf32_wgmma_tflops * 1e12) * 1e3;
+    if (limits.tf32_wgmma.tflops > 0) {
+      row.wgmma_ms = kTensorMmasPerProduct * row.flops / (limits.tf32_wgmma.tflops * 1e12) * 1e3;
     }
     row.chosen = gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank);
 
@@ -662,7 +723,10 @@ void write_json(const std::string& path, const std::string& device, const Limits
        << ", \"memset_gb_per_s\": " << limits.memset_gb_per_s
        << ", \"fma_peak_tflops\": " << limits.fma_tflops
        << ", \"tf32_mma_peak_tflops\": " << limits.tf32_mma_tflops
-       << ", \"tf32_wgmma_peak_tflops\": " << limits.tf32_wgmma_tflops
+       << ", \"tf32_wgmma_peak_tflops\": " << limits.tf32_wgmma.tflops
+       << ", \"tf32_wgmma_peak_sm_ghz\": " << limits.tf32_wgmma.sm_ghz
+       << ", \"tf32_wgmma_random_tflops\": " << limits.tf32_wgmma_random.tflops
+       << ", \"tf32_wgmma_random_sm_ghz\": " << limits.tf32_wgmma_random.sm_ghz
        << ", \"tensor_mmas_per_product\": " << kTensorMmasPerProduct
        << ", \"sgemm_tflops\": " << limits.sgemm_tflops << ", \"floor_target\": " << kFloorTarget
        << ", \"speedup_target\": " << kSpeedupTarget << ", \"rows\": [";
@@ -745,7 +809,10 @@ int run(const Options& options) {
   limits.memset_gb_per_s = memset_gb_per_s(stream.view(), options.quick);
   limits.fma_tflops = fma_peak_tflops(stream.view(), props.multiProcessorCount);
   limits.tf32_mma_tflops = tf32_mma_peak_tflops(stream.view(), props.multiProcessorCount);
-  limits.tf32_wgmma_tflops = tf32_wgmma_peak_tflops(stream.view(), props.multiProcessorCount);
+  limits.tf32_wgmma =
+      tf32_wgmma_peak(stream.view(), props.multiProcessorCount, PeakOperands::constant);
+  limits.tf32_wgmma_random =
+      tf32_wgmma_peak(stream.view(), props.multiProcessorCount, PeakOperands::random);
   limits.sgemm_tflops = sgemm_tflops(stream.view(), options.quick);
   std::printf("D2D bandwidth (read + write): %.1f GB/s\n", limits.d2d_gb_per_s);
   std::printf("memset (write only):          %.1f GB/s (a write-only kernel at best %.0f%% of a "
@@ -755,9 +822,12 @@ int run(const Options& options) {
   std::printf("TF32 mma.sync peak:           %.2f TFLOP/s (tensor's floor: %.0f MMAs per "
               "product)\n",
               limits.tf32_mma_tflops, kTensorMmasPerProduct);
-  if (limits.tf32_wgmma_tflops > 0) {
-    std::printf("TF32 wgmma peak:              %.2f TFLOP/s (wgmma's floor: %.0f per product)\n",
-                limits.tf32_wgmma_tflops, kTensorMmasPerProduct);
+  if (limits.tf32_wgmma.tflops > 0) {
+    std::printf("TF32 wgmma peak:              %.2f TFLOP/s (wgmma's floor: %.0f per product), "
+                "SM clock %.3f GHz\n",
+                limits.tf32_wgmma.tflops, kTensorMmasPerProduct, limits.tf32_wgmma.sm_ghz);
+    std::printf("TF32 wgmma, random operands:  %.2f TFLOP/s, SM clock %.3f GHz\n",
+                limits.tf32_wgmma_random.tflops, limits.tf32_wgmma_random.sm_ghz);
   } else {
     std::printf("TF32 wgmma:                   not on this device (wgmma runs tensor)\n");
   }
