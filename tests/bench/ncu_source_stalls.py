@@ -23,17 +23,34 @@ EXECUTED = "Instructions Executed"
 
 
 def read_table(path):
-    """The header and rows of the source table (the CSV's first line names the kernel)."""
+    """The header and rows of the first kernel's source table (each kernel's table starts with
+    a line naming it, then the header)."""
     with open(path, newline="") as f:
         lines = list(csv.reader(f))
     for i, line in enumerate(lines):
         if SAMPLES in line:
-            return line, lines[i + 1:]
+            rows = []
+            for row in lines[i + 1:]:
+                if len(row) < len(line):  # the next kernel's name line
+                    break
+                rows.append(row)
+            return line, rows
     sys.exit(f"{path}: no '{SAMPLES}' column; export with --page source --csv")
 
 
 def count(value):
-    return int(value) if value.isdigit() else 0
+    """A sample or instruction count; '' and '-' are none."""
+    value = value.replace(",", "").strip()
+    if value in ("", "-"):
+        return 0
+    try:
+        return int(value)
+    except ValueError:
+        sys.exit(f"not a count: {value!r}")
+
+
+def column(header, name):
+    return header.index(name) if name in header else None
 
 
 def main():
@@ -45,8 +62,10 @@ def main():
 
     header, rows = read_table(args.csv)
     samples = header.index(SAMPLES)
-    executed = header.index(EXECUTED)
-    source = header.index("Source")
+    executed = column(header, EXECUTED)
+    source = column(header, "Source")
+    if source is None:
+        sys.exit("no 'Source' column; export with --print-source sass")
     reasons = [i for i, name in enumerate(header)
                if name.startswith("stall_") and not name.endswith("(Not Issued)")]
     total = sum(count(row[samples]) for row in rows)
@@ -62,17 +81,20 @@ def main():
         if n:
             print(f"  {name:28} {100.0 * n / total:5.1f} %")
 
-    print(f"\nthe {args.top} lines with the most samples (line: instruction, % of samples, "
-          "times executed, top reasons):")
+    print(f"\nthe {args.top} lines with the most samples (row of the table: instruction, % of "
+          "samples, times executed, top reasons):")
     top = sorted(range(len(rows)), key=lambda i: -count(rows[i][samples]))[:args.top]
     for i in sorted(top):
         for j in range(max(0, i - args.context), i):
             print(f"    {j:5}  {rows[j][source].strip()}")
         row = rows[i]
-        main_reasons = sorted(((count(row[r]), header[r]) for r in reasons), reverse=True)[:2]
+        named = [(count(row[r]), header[r]) for r in reasons]
+        unnamed = count(row[samples]) - sum(n for n, _ in named)
+        main_reasons = sorted(named + [(unnamed, "not named")], reverse=True)[:2]
         reasons_text = ", ".join(f"{name} {n}" for n, name in main_reasons if n)
-        print(f"  > {i:5}  {row[source].strip()}   {100.0 * count(row[samples]) / total:.1f} %, "
-              f"x{row[executed]}  ({reasons_text})")
+        times = f", x{row[executed]}" if executed is not None else ""
+        print(f"  > {i:5}  {row[source].strip()}   {100.0 * count(row[samples]) / total:.1f} %"
+              f"{times}  ({reasons_text})")
 
 
 if __name__ == "__main__":
