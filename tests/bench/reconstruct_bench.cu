@@ -17,7 +17,7 @@
 //     FLOPs (2 h w k c), floor = max(bytes / D2D bandwidth, FLOPs / FMA peak), % of floor
 //     (floor / time), speed-up over cuBLAS. tensor's floor counts the FLOPs it must run: three
 //     MMAs per product (3xTF32, for FP32 accuracy), i.e. max(bytes / D2D, 3 FLOPs / TF32 peak);
-//     wgmma's the same at the wgmma peak.
+//     wgmma's the same at the higher of the two wgmma peaks.
 // Each image of a batch has its own factors (no cache reuse across images), and the batch is
 // sized so the outputs total >= 256 MB (64 MB with --quick). Every fused result is compared with
 // the cuBLAS result: at most 1 grey level apart, in at most 0.1% of the values; the variants must
@@ -492,9 +492,10 @@ struct Limits {
   Peak tf32_wgmma_random;  // the same on random operands (PeakOperands)
   double sgemm_tflops = 0;
 
-  // wgmma's floor runs at the higher of its two peaks: the chip reached it, and a run whose clock
-  // dipped would otherwise make every ratio look better (session 11, one call: 489.3 TFLOP/s at
-  // 1.811 GHz on constant operands, 495.0 at 1.830 on random ones).
+  // wgmma's floor runs at the higher of its two peaks, since the chip reached it. In every call of
+  // session 11 the constant-operand run (the first) read lower, at a lower clock (489.3-490.6
+  // TFLOP/s at 1.806-1.815 GHz against 494.1-495.0); a floor on it made every ratio look ~1 %
+  // better.
   [[nodiscard]] double wgmma_floor_tflops() const {
     return std::max(tf32_wgmma.tflops, tf32_wgmma_random.tflops);
   }
@@ -516,7 +517,7 @@ struct Row {
   double bandwidth_ms = 0;  // bytes / D2D bandwidth
   double fma_ms = 0;        // FLOPs / FP32 FMA peak
   double tensor_ms = 0;     // 3 x FLOPs / TF32 MMA peak
-  double wgmma_ms = 0;      // 3 x FLOPs / TF32 wgmma peak
+  double wgmma_ms = 0;      // 3 x FLOPs / the higher TF32 wgmma peak
   double cublas_ms = 0;
   FusedVariant chosen = FusedVariant::tile64;
   VariantResult variants[kVariantCount];
@@ -604,7 +605,7 @@ class ShapeRun {
     row.bandwidth_ms = row.bytes / (limits.d2d_gb_per_s * 1e9) * 1e3;
     row.fma_ms = row.flops / (limits.fma_tflops * 1e12) * 1e3;
     row.tensor_ms = kTensorMmasPerProduct * row.flops / (limits.tf32_mma_tflops * 1e12) * 1e3;
-    if (limits.tf32_wgmma.tflops > 0) {
+    if (limits.wgmma_floor_tflops() > 0) {
       row.wgmma_ms =
           kTensorMmasPerProduct * row.flops / (limits.wgmma_floor_tflops() * 1e12) * 1e3;
     }
@@ -739,6 +740,8 @@ void print_row(const Row& r) {
 void write_json(const std::string& path, const std::string& device, const Limits& limits,
                 const std::vector<Row>& rows) {
   std::ofstream json(path);
+  // tf32_wgmma_peak_*: the constant-operand run (the key is older than the random one);
+  // wgmma_floor_tflops: the higher of the two, which the wgmma floors use.
   json << "{\"device\": \"" << device << "\", \"d2d_gb_per_s\": " << limits.d2d_gb_per_s
        << ", \"memset_gb_per_s\": " << limits.memset_gb_per_s
        << ", \"fma_peak_tflops\": " << limits.fma_tflops
@@ -844,12 +847,12 @@ int run(const Options& options) {
               "product)\n",
               limits.tf32_mma_tflops, kTensorMmasPerProduct);
   if (limits.tf32_wgmma.tflops > 0) {
-    std::printf("TF32 wgmma peak:              %.2f TFLOP/s, SM clock %.3f GHz\n",
+    std::printf("TF32 wgmma, constant operands: %.2f TFLOP/s, SM clock %.3f GHz\n",
                 limits.tf32_wgmma.tflops, limits.tf32_wgmma.sm_ghz);
-    std::printf("TF32 wgmma, random operands:  %.2f TFLOP/s, SM clock %.3f GHz\n",
+    std::printf("TF32 wgmma, random operands:   %.2f TFLOP/s, SM clock %.3f GHz\n",
                 limits.tf32_wgmma_random.tflops, limits.tf32_wgmma_random.sm_ghz);
-    std::printf("wgmma's floor:                %.0f per product at %.2f TFLOP/s (the higher "
-                "peak)\n",
+    std::printf("wgmma's floor:                 %.0f MMAs per product at %.2f TFLOP/s (the "
+                "higher peak)\n",
                 kTensorMmasPerProduct, limits.wgmma_floor_tflops());
   } else {
     std::printf("TF32 wgmma:                   not on this device (wgmma runs tensor)\n");
