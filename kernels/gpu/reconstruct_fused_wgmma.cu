@@ -34,6 +34,7 @@
 // refills split between two threads (1.07x slower).
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -61,7 +62,8 @@ using Layout = WgmmaOperandLayout;
 
 constexpr uint32_t kTile = Layout::kTile;
 constexpr uint32_t kThreads = 256;  // two warpgroups: tile rows 0-63 and 64-127
-static_assert(kWgmmaDepth == Layout::kDepth && kTile == 2 * kWgmmaRows);
+constexpr uint32_t kDepth = Layout::kDepth;  // FP16 wgmma: k16
+static_assert(kTile == 2 * kWgmmaRows);
 
 // A stage holds one k-step's operands as they arrive (wgmma_operands.hpp): the US block, then
 // V's big and small parts.
@@ -107,7 +109,7 @@ constexpr std::size_t shared_bytes() {
   return shared_bytes_with<kChannels>(stages<kChannels>());
 }
 
-static_assert(stages<1>() == 6 && stages<2>() == 6 && stages<3>() == 5 && stages<4>() == 3);
+static_assert(stages<1>() == 5 && stages<2>() == 4 && stages<3>() == 3 && stages<4>() == 2);
 // Descriptor addresses: 14 bits of 16-byte units.
 static_assert(shared_bytes<1>() < (1U << 18) && shared_bytes<2>() < (1U << 18) &&
               shared_bytes<3>() < (1U << 18) && shared_bytes<4>() < (1U << 18));
@@ -116,29 +118,35 @@ static_assert(shared_bytes<1>() < (1U << 18) && shared_bytes<2>() < (1U << 18) &
 
 constexpr uint32_t kWarpSize = 32;
 constexpr uint32_t kPartBytes = Layout::kVStepBytes / 2;  // one part of V
-constexpr uint32_t kValuesPerThread = 4;  // US values of one k-step a thread holds
+constexpr uint32_t kValuesPerThread = 8;  // US values of one k-step a thread holds
+constexpr uint32_t kRegistersPerThread = 4;  // two halves each
 constexpr uint32_t kLeadingBytes = detail::kKStepLeadingBytes;  // next 4 values of k
 constexpr uint32_t kStrideBytes = detail::kKStepStrideBytes;    // next 8 columns
 
 // This thread's US operand of one k-step, split: its 4 values in the register-A layout
 // (wgmma_tf32), as big and small TF32 parts.
 struct UsFragment {
-  uint32_t big[kValuesPerThread];
-  uint32_t small[kValuesPerThread];
+  uint32_t big[kRegistersPerThread];
+  uint32_t small[kRegistersPerThread];
 
-  // From the stage's US block (this thread's 16 bytes); values at k >= rank are zero (the
+  // From the stage's US block (this thread's 32 bytes); values at k >= rank are zero (the
   // block holds them up to rank_kept): k0 is the step's first k.
   __device__ __forceinline__ void read(const unsigned char* stage, uint32_t k0, uint32_t rank) {
-    float4 us = reinterpret_cast<const float4*>(stage)[threadIdx.x];
-    const uint32_t k = k0 + threadIdx.x % 4;  // a[0], a[1]; a[2], a[3] at k + 4
-    if (k >= rank) us.x = us.y = 0.0F;
-    if (k + kWgmmaDepth / 2 >= rank) us.z = us.w = 0.0F;
-    const float values[kValuesPerThread] = {us.x, us.y, us.z, us.w};
+    const float4 lo = reinterpret_cast<const float4*>(stage)[2 * threadIdx.x];
+    const float4 hi = reinterpret_cast<const float4*>(stage)[2 * threadIdx.x + 1];
+    float values[kValuesPerThread] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const uint32_t k = k0 + 2 * (threadIdx.x % 4);  // value i at k + i % 2 + 8 (i / 4)
 #pragma unroll
     for (uint32_t i = 0; i < kValuesPerThread; ++i) {
-      const detail::SplitTf32 parts = detail::split_tf32(values[i]);
-      big[i] = parts.big;
-      small[i] = parts.small;
+      if (k + i % 2 + 8 * (i / 4) >= rank) values[i] = 0.0F;
+    }
+#pragma unroll
+    for (uint32_t r = 0; r < kRegistersPerThread; ++r) {
+      const __half2 b = __floats2half2_rn(values[2 * r], values[2 * r + 1]);
+      const float2 bf = __half22float2(b);
+      const __half2 sm = __floats2half2_rn(values[2 * r] - bf.x, values[2 * r + 1] - bf.y);
+      big[r] = *reinterpret_cast<const uint32_t*>(&b);
+      small[r] = *reinterpret_cast<const uint32_t*>(&sm);
     }
   }
 };
@@ -155,7 +163,7 @@ struct TileIndex {
 
 // k-steps per channel of a task: at least one, so that rank 0 gives zeros.
 __device__ __forceinline__ uint32_t slices_for(uint32_t rank) {
-  return max(1U, (rank + kWgmmaDepth - 1) / kWgmmaDepth);
+  return max(1U, (rank + kDepth - 1) / kDepth);
 }
 
 // A place in the block's stream of k-steps (its tiles' steps one after the other, channel by
@@ -304,9 +312,9 @@ struct StageOperands {
                                            detail::WgmmaAccumulators& acc) const {
     const uint64_t shift = uint64_t{stage} * (kStageBytes >> 4);
     detail::fence_wgmma_operands();
-    detail::wgmma_tf32(acc, us.small, v_big + shift, accumulate);
-    detail::wgmma_tf32(acc, us.big, v_small + shift, true);
-    detail::wgmma_tf32(acc, us.big, v_big + shift, true);
+    detail::wgmma_f16(acc, us.small, v_big + shift, accumulate);
+    detail::wgmma_f16(acc, us.big, v_small + shift, true);
+    detail::wgmma_f16(acc, us.big, v_big + shift, true);
     detail::commit_wgmma_group();
   }
 
@@ -415,7 +423,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       }
       if (at.channel < kChannels) {
         ring.wait_landed(at);
-        next_us.read(shared + at.stage * kStageBytes, at.slice * kWgmmaDepth, rank);
+        next_us.read(shared + at.stage * kStageBytes, at.slice * kDepth, rank);
       }
     };
 

@@ -1,5 +1,6 @@
 #include "kernels/gpu/wgmma_operands.hpp"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,10 +17,10 @@ namespace {
 
 using Layout = WgmmaOperandLayout;
 constexpr uint32_t kThreads = 256;
-static_assert(Layout::kDepth == detail::kWgmmaDepth);
+constexpr uint32_t kUsValuesPerThread = 8;  // f16 register-A: 4 registers of two halves
 // A US block holds the fragments of the kernel's 256 threads: two warpgroups of 64 rows.
 static_assert(Layout::kTile == 2 * detail::kWgmmaRows);
-static_assert(Layout::kUsStepBytes == kThreads * 4 * sizeof(float));
+static_assert(Layout::kUsStepBytes == kThreads * kUsValuesPerThread * sizeof(float));
 
 // One thread per value of a US block: thread T of the kernel, its value i (wgmma_tf32's
 // register-A layout: warp w of warpgroup h holds rows 64 h + 16 w + g and + 8, k t and t + 4, with
@@ -28,20 +29,23 @@ __global__ void write_us_operands_kernel(const float* __restrict__ us, Layout la
                                          std::size_t values, unsigned char* __restrict__ out) {
   const std::size_t index = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (index >= values) return;
-  const auto i = static_cast<uint32_t>(index % 4);
-  const auto thread = static_cast<uint32_t>(index / 4 % kThreads);
-  const std::size_t block = index / (4 * kThreads);  // (channel * row_tiles + tile) * steps + step
+  const auto i = static_cast<uint32_t>(index % kUsValuesPerThread);
+  const auto thread = static_cast<uint32_t>(index / kUsValuesPerThread % kThreads);
+  // (channel * row_tiles + tile) * steps + step
+  const std::size_t block = index / (kUsValuesPerThread * kThreads);
   const auto step = static_cast<uint32_t>(block % layout.steps());
   const auto tile = static_cast<uint32_t>(block / layout.steps() % layout.row_tiles());
   const auto channel = static_cast<uint32_t>(block / layout.steps() / layout.row_tiles());
   const uint32_t lane = thread % 32;
-  const uint32_t row = tile * Layout::kTile + thread / 32 * 16 + lane / 4 + 8 * (i % 2);
-  const uint32_t k = step * Layout::kDepth + lane % 4 + 4 * (i / 2);
+  // value i: register i / 2, half i % 2 (wgmma_f16's register-A layout)
+  const uint32_t row = tile * Layout::kTile + thread / 32 * 16 + lane / 4 + 8 * (i / 2 % 2);
+  const uint32_t k = step * Layout::kDepth + 2 * (lane % 4) + i % 2 + 8 * (i / 4);
   const uint32_t height = layout.shape.height;
   const float value = row < height && k < layout.rank_kept
                           ? us[(std::size_t{channel} * layout.rank_kept + k) * height + row]
                           : 0.0F;
-  reinterpret_cast<float*>(out + layout.us_offset(channel, tile, step))[thread * 4 + i] = value;
+  reinterpret_cast<float*>(out + layout.us_offset(channel, tile, step))[thread * kUsValuesPerThread + i] =
+      value;
 }
 
 // One thread per (channel, column, k) of the V blocks, writing both parts.
@@ -61,16 +65,18 @@ __global__ void write_v_operands_kernel(const float* __restrict__ v, Layout layo
   const float value = column < width && k < layout.rank_kept
                           ? v[(std::size_t{channel} * layout.rank_kept + k) * width + column]
                           : 0.0F;
-  const detail::SplitTf32 parts = detail::split_tf32(value);
-  // The core-matrix layout of wgmma_tf32.cuh: 8 columns x 4 values of k per 128-byte core
-  // matrix; the next 4 values of k a core matrix further, the next 8 columns two.
+  // FP16 big and small parts (the small one the big one's rounding error).
+  const __half big = __float2half_rn(value);
+  const __half small = __float2half_rn(value - __half2float(big));
+  // K-major core matrices of 8 columns x 8 halves of k (128 bytes); the next 8 values of k a
+  // core matrix further, the next 8 columns two.
   const uint32_t k_in_step = k % Layout::kDepth;
   const uint32_t offset = column_in_tile / 8 * detail::kKStepStrideBytes +
-                          k_in_step / 4 * detail::kKStepLeadingBytes + column_in_tile % 8 * 16 +
-                          k_in_step % 4 * sizeof(float);
+                          k_in_step / 8 * detail::kKStepLeadingBytes + column_in_tile % 8 * 16 +
+                          k_in_step % 8 * sizeof(__half);
   unsigned char* const block = out + layout.v_offset(channel, tile, k / Layout::kDepth);
-  *reinterpret_cast<uint32_t*>(block + offset) = parts.big;
-  *reinterpret_cast<uint32_t*>(block + Layout::kUsStepBytes + offset) = parts.small;
+  *reinterpret_cast<__half*>(block + offset) = big;
+  *reinterpret_cast<__half*>(block + Layout::kVStepBytes / 2 + offset) = small;
 }
 
 unsigned blocks_for(std::size_t values) {

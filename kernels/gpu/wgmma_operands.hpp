@@ -24,9 +24,9 @@ namespace svdserve::gpu {
 
 struct WgmmaOperandLayout {
   static constexpr uint32_t kTile = 128;  // rows of a US tile, columns of a V tile
-  static constexpr uint32_t kDepth = 8;   // values of k in one k-step
+  static constexpr uint32_t kDepth = 16;  // values of k in one k-step (FP16 wgmma: k16)
   static constexpr std::size_t kUsStepBytes = std::size_t{kTile} * kDepth * sizeof(float);
-  static constexpr std::size_t kVStepBytes = 2 * kUsStepBytes;
+  static constexpr std::size_t kVStepBytes = std::size_t{kTile} * kDepth * 2 * sizeof(uint16_t);
 
   ImageShape shape;
   uint32_t rank_kept = 0;

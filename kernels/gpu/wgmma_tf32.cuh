@@ -138,6 +138,22 @@ __device__ __forceinline__ void wgmma_tf32(WgmmaAccumulators& d, const uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
+// FP16 (experiment): d (+)= a * b^T for 64 x 128, k = 16, a in registers, b K-major FP16 in
+// shared memory (core matrices of 8 rows x 8 halves: the same byte geometry as TF32's k = 8).
+// a: mma.m16n8k16's f16 A layout per warp w (g = lane / 4, t = lane % 4), each register two
+// halves (the lower k in the low half): a[0] = (row 16w + g, k 2t, 2t + 1), a[1] = (16w + g + 8,
+// 2t, 2t + 1), a[2] = (16w + g, 2t + 8, 2t + 9), a[3] = (16w + g + 8, 2t + 8, 2t + 9).
+__device__ __forceinline__ void wgmma_f16(WgmmaAccumulators& d, const uint32_t (&a)[4],
+                                          uint64_t b, bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      SVDSERVE_WGMMA_ACCUMULATOR_LIST ", "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : SVDSERVE_WGMMA_ACCUMULATOR_OPERANDS(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(static_cast<int>(accumulate)));
+}
+
 #undef SVDSERVE_WGMMA_ACCUMULATOR_LIST
 #undef SVDSERVE_WGMMA_ACCUMULATOR_OPERANDS
 

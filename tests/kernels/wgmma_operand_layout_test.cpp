@@ -18,42 +18,45 @@ constexpr std::size_t kUs = WgmmaOperandLayout::kUsStepBytes;
 constexpr std::size_t kV = WgmmaOperandLayout::kVStepBytes;
 
 TEST(WgmmaOperandLayout, BlocksAreContiguousStepsOfWholeTiles) {
-  // 300 x 130, 3 channels, rank 37: 2 row tiles, 3 column tiles, 5 k-steps (the last part zero).
+  // 300 x 130, 3 channels, rank 37: 2 row tiles, 3 column tiles, 3 k-steps (the last part zero).
   const WgmmaOperandLayout layout{{300, 130, 3}, 37};
-  EXPECT_EQ(layout.steps(), 5U);
+  EXPECT_EQ(layout.steps(), 3U);
   EXPECT_EQ(layout.row_tiles(), 2U);
   EXPECT_EQ(layout.col_tiles(), 3U);
-  // US: [channel][row tile][step], one 4 KiB block each.
+  // US: [channel][row tile][step], one 8 KiB block each (FP32).
+  EXPECT_EQ(kUs, 8192U);
   EXPECT_EQ(layout.us_offset(0, 0, 0), 0U);
   EXPECT_EQ(layout.us_offset(0, 0, 1), kUs);
-  EXPECT_EQ(layout.us_offset(0, 1, 0), 5 * kUs);
-  EXPECT_EQ(layout.us_offset(2, 1, 4), (2 * 2 * 5 + 5 + 4) * kUs);
-  // V after every US block: [channel][column tile][step], 8 KiB (big and small parts) each.
-  const std::size_t us_bytes = 3 * 2 * 5 * kUs;
+  EXPECT_EQ(layout.us_offset(0, 1, 0), 3 * kUs);
+  EXPECT_EQ(layout.us_offset(2, 1, 2), (2 * 2 * 3 + 3 + 2) * kUs);
+  // V after every US block: [channel][column tile][step], 8 KiB (FP16 big and small parts) each.
+  EXPECT_EQ(kV, 8192U);
+  const std::size_t us_bytes = 3 * 2 * 3 * kUs;
   EXPECT_EQ(layout.v_offset(0, 0, 0), us_bytes);
-  EXPECT_EQ(layout.v_offset(0, 2, 1), us_bytes + (2 * 5 + 1) * kV);
-  EXPECT_EQ(layout.v_offset(2, 2, 4) + kV, layout.bytes());
-  EXPECT_EQ(layout.bytes(), us_bytes + 3 * 3 * 5 * kV);
+  EXPECT_EQ(layout.v_offset(0, 2, 1), us_bytes + (2 * 3 + 1) * kV);
+  EXPECT_EQ(layout.v_offset(2, 2, 2) + kV, layout.bytes());
+  EXPECT_EQ(layout.bytes(), us_bytes + 3 * 3 * 3 * kV);
   // Every block starts where the bulk copies may read (16-byte aligned).
-  EXPECT_EQ(layout.us_offset(1, 1, 3) % 16, 0U);
-  EXPECT_EQ(layout.v_offset(1, 2, 3) % 16, 0U);
+  EXPECT_EQ(layout.us_offset(1, 1, 2) % 16, 0U);
+  EXPECT_EQ(layout.v_offset(1, 2, 2) % 16, 0U);
 }
 
-TEST(WgmmaOperandLayout, IsUsPlusTwiceVForWholeTiles) {
-  // 1024 x 1024, rank 64: the operands hold US once and V twice (big and small parts).
+TEST(WgmmaOperandLayout, IsUsPlusVForWholeTiles) {
+  // 1024 x 1024, rank 64: the operands hold US (FP32) and V's FP16 big and small parts, as many
+  // bytes as V in FP32.
   const ImageShape shape{1024, 1024, 3};
   const WgmmaOperandLayout layout{shape, 64};
   const std::size_t us_bytes = std::size_t{3} * 1024 * 64 * sizeof(float);
-  EXPECT_EQ(layout.bytes(), us_bytes + 2 * us_bytes);
+  EXPECT_EQ(layout.bytes(), us_bytes + us_bytes);
 }
 
 TEST(WgmmaOperandLayout, WriterRefusesChannelsOverFourGiB) {
-  // 65536 wide at rank 8192: one channel's V blocks are 512 tiles x 1024 steps x 8 KiB = 4 GiB,
+  // 65536 wide at rank 16384: one channel's V blocks are 512 tiles x 1024 steps x 8 KiB = 4 GiB,
   // past the kernel's 32-bit steps. Refused before any device work (no device needed).
-  const WgmmaOperandLayout too_wide{{65536, 8, 1}, 8192};
+  const WgmmaOperandLayout too_wide{{65536, 8, 1}, 16384};
   EXPECT_THROW(gpu::write_wgmma_operands(nullptr, nullptr, too_wide, nullptr, gpu::StreamView{}),
                InvalidArgument);
-  const WgmmaOperandLayout too_tall{{8, 131072, 1}, 8192};  // US: 1024 x 1024 x 4 KiB
+  const WgmmaOperandLayout too_tall{{8, 131072, 1}, 8192};  // US: 1024 x 512 x 8 KiB
   EXPECT_THROW(gpu::write_wgmma_operands(nullptr, nullptr, too_tall, nullptr, gpu::StreamView{}),
                InvalidArgument);
 }
