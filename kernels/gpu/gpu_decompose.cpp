@@ -1,8 +1,11 @@
 #include "kernels/gpu/gpu_decompose.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/errors.hpp"
 #include "kernels/gpu/convert_samples.hpp"
@@ -129,11 +132,22 @@ DecomposeOutcome decompose_batch(StreamContext& context,
   const int r = static_cast<int>(rank);
   std::vector<DeviceAllocation> allocations;
   allocations.reserve(images.size());
+  std::vector<bool> has_operands(images.size());
   {
     trace::ScopedRange stage("store_factors");
     for (std::size_t i = 0; i < images.size(); ++i) {
+      // |US[i][k]| is at most its channel's Frobenius norm: the bound the operands' scale needs.
+      double largest_norm_squared = 0.0;
+      for (uint32_t c = 0; c < shape.channels; ++c) {
+        largest_norm_squared =
+            std::max(largest_norm_squared, norms_squared[i * shape.channels + c]);
+      }
+      const std::optional<int> exponent =
+          with_wgmma_operands ? wgmma_operand_exponent(std::sqrt(largest_norm_squared))
+                              : std::nullopt;
+      has_operands[i] = exponent.has_value();
       allocations.push_back(
-          pool.allocate(GpuFactors::bytes_for(shape, rank, with_wgmma_operands), stream));
+          pool.allocate(GpuFactors::bytes_for(shape, rank, has_operands[i]), stream));
       float* us_out = allocations.back().floats();
       float* v_out = us_out + std::size_t{shape.channels} * h * r;
       for (uint32_t c = 0; c < shape.channels; ++c) {
@@ -146,7 +160,7 @@ DecomposeOutcome decompose_batch(StreamContext& context,
                                             v_source + index * w * r, sizeof(float) * w * r,
                                             cudaMemcpyDeviceToDevice, stream.value()));
       }
-      if (with_wgmma_operands) GpuFactors::write_wgmma_operands(us_out, shape, rank, stream);
+      if (exponent) GpuFactors::write_wgmma_operands(us_out, shape, rank, *exponent, stream);
     }
     context.staging_out.grow_to(matrices * rank * sizeof(float));
     SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.staging_out.data(), context.s.data(),
@@ -167,7 +181,7 @@ DecomposeOutcome decompose_batch(StreamContext& context,
     }
     outcome.factors.push_back(std::make_shared<GpuFactors>(shape, rank, std::move(spectra), energy,
                                                            std::move(allocations[i]),
-                                                           with_wgmma_operands));
+                                                           has_operands[i]));
   }
   return outcome;
 }

@@ -22,7 +22,9 @@ struct DecomposeOutcome {
 };
 
 // images: all of one shape (any sample types). rank: 1..shape.full_rank().
-// with_wgmma_operands: also write the factors as the wgmma kernel reads them (gpu_factors.hpp).
+// with_wgmma_operands: also write the factors as the wgmma kernel reads them (gpu_factors.hpp),
+// for each image whose values FP16 operands can hold (wgmma_operand_exponent; the others get
+// none and reconstruct on the tensor variant).
 // Throws InvalidArgument for a non-finite sample or, with_wgmma_operands, an image too large for
 // the operands (check_wgmma_operand_layout), InternalError when the solver fails,
 // ResourceExhausted when the pool cannot hold the factors.

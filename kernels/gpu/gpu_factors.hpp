@@ -2,9 +2,11 @@
 // One image's factors in device memory, one pool allocation per image: the canonical layout
 // kernels/gpu/reconstruct.hpp describes, [US_0 .. US_{C-1}][V_0 .. V_{C-1}], fp32, and, where the
 // wgmma kernel will read them (an sm_90 device, fused path), the same factors as its operands
-// (wgmma_operands.hpp) after it: US's bytes plus twice V's again, so on an H100 an image holds
-// about 2.5x the canonical bytes (the price of a 1.06-1.38x faster reconstruction; see
-// docs/PERFORMANCE.md). bytes_resident() counts both.
+// (wgmma_operands.hpp) after it: US's and V's bytes again (V as two FP16 parts), so on an H100
+// an image holds about 2x the canonical bytes (the price of a faster reconstruction; see
+// docs/PERFORMANCE.md). An image whose values are too large for FP16 operands
+// (wgmma_operand_exponent) has none, and reconstructs on the tensor variant. bytes_resident()
+// counts both.
 
 #include <cstddef>
 
@@ -40,11 +42,11 @@ class GpuFactors final : public Factors {
     return wgmma_operands_offset(shape, rank) + WgmmaOperandLayout{shape, rank}.bytes();
   }
   // Writes the operands of the canonical factors at the start of `memory` (bytes_for(shape, rank,
-  // true) of device memory) after them, on `stream`.
+  // true) of device memory) after them, on `stream` (exponent: wgmma_operand_exponent's).
   static void write_wgmma_operands(float* memory, const ImageShape& shape, uint32_t rank,
-                                   StreamView stream) {
+                                   int exponent, StreamView stream) {
     const float* v = memory + std::size_t{shape.channels} * shape.height * rank;
-    gpu::write_wgmma_operands(memory, v, WgmmaOperandLayout{shape, rank},
+    gpu::write_wgmma_operands(memory, v, WgmmaOperandLayout{shape, rank}, exponent,
                               reinterpret_cast<std::byte*>(memory) +
                                   wgmma_operands_offset(shape, rank),
                               stream);

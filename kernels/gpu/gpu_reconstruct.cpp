@@ -67,6 +67,7 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
     std::size_t first = 0;
     std::size_t count = 0;
     uint32_t max_rank = 0;
+    FusedVariant variant = FusedVariant::automatic;
   };
   std::vector<ReconstructTask> table;
   std::vector<Launch> launches;
@@ -81,10 +82,12 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
     }
     launch.count = table.size() - launch.first;
     if (launch.count == 0) continue;
+    // An image whose values FP16 operands cannot hold has none (gpu_factors.hpp): its launch
+    // runs tensor, the same arithmetic on TF32 (FP32's range), where wgmma would have run.
     if (!use_cublas && !all_have_wgmma_operands &&
         fused_variant_for(FusedVariant::automatic, pixels, launch.max_rank) ==
             FusedVariant::wgmma) {
-      throw InternalError("factors without wgmma operands on a device that runs wgmma");
+      launch.variant = FusedVariant::tensor;
     }
     launches.push_back(launch);
   }
@@ -110,7 +113,7 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
       for (const Launch& launch : launches) {
         launch_fused_reconstruct(context.input.as<ReconstructTask>() + launch.first,
                                  static_cast<uint32_t>(launch.count), shape, launch.pixels,
-                                 launch.max_rank, stream);
+                                 launch.max_rank, stream, launch.variant);
       }
     }
   }

@@ -1,17 +1,19 @@
 // Fused reconstruction on Hopper's asynchronous warpgroup MMA (FusedVariant::wgmma), u8 output
-// only: the tensor kernel's tiles and arithmetic (3xTF32: big*big + big*small + small*big, see
-// reconstruct_fused_tensor.cu for the accuracy) on wgmma instead of mma.sync, fed by the copy
-// engine. It reads the factors from their wgmma operands (wgmma_operands.hpp), written once when
-// the image is decomposed, not from the canonical layout:
-//  - each k-step's operands (the tile's 128 rows of US, raw, and 128 columns of V, already split
-//    into TF32 big and small parts in wgmma's layout) arrive in a ring of shared-memory stages
+// only: the tensor kernel's tiles and three products per term (big*big + big*small + small*big,
+// see reconstruct_fused_tensor.cu for the accuracy), but in FP16 with FP32 accumulators on
+// m64n128k16 wgmmas: twice TF32's rate on two thirds of its operand bytes, for parts of the same
+// 11 bits (FP16's range is handled by the operands' scale, wgmma_operands.hpp). Fed by the copy
+// engine, it reads the factors from their wgmma operands, written once when the image is
+// decomposed, not from the canonical layout:
+//  - each k-step's operands (the tile's 128 rows of US, FP32, and 128 columns of V, already split
+//    into FP16 big and small parts in wgmma's layout) arrive in a ring of shared-memory stages
 //    by two bulk copies that thread 0 issues up to a ring's length ahead; a stage's barrier
 //    (mbarrier) says when its bytes have landed. No thread loads a factor from global memory and
 //    none writes an operand to shared memory: the only proxy fence is the refilling thread's;
 //  - US, the A operand, reaches the wgmmas in registers (wgmma's register-A form): each thread
-//    reads its 4 values of the step from the stage with one 16-byte load and splits them;
+//    reads its 8 values of the step from the stage with two 16-byte loads and splits them;
 //  - each warpgroup (4 warps) hands its 64 x 128 half of the tile to the tensor cores as three
-//    wgmmas per k-step of 8 and waits for the previous k-step's only (two sets of US registers),
+//    wgmmas per k-step of 16 and waits for the previous k-step's only (two sets of US registers),
 //    and for all of them at a channel's end, where it rounds its accumulators into the staging
 //    tile; the first wgmma of a channel does not add to the accumulators;
 //  - a stage is refilled once every warp is done with it: a block barrier every other k-step
@@ -20,13 +22,14 @@
 // one tile per block at small ranks; from rank 32, as many blocks as fit on the GPU at once,
 // each looping over tiles t, t + gridDim.x, ..., its ring running on into the next tile while
 // this one's last steps are multiplied and its pixels stored (up to 4 channels; the ring is as
-// long as two blocks per SM allow: 6 stages with 1 or 2 channels, 5 with 3, 3 with 4). The
-// staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
+// long as two blocks per SM allow: 5 stages of 16 KiB with 1 channel, 4 with 2, 3 with 3, 2 with
+// 4). The staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
 //
-// Measured on the H100 (docs/PERFORMANCE.md, sessions 8 and 9): 1.06-1.19x faster than session
-// 7's kernel at k = 16, 1.24-1.38x from k = 64. That one loaded the factors from their canonical
-// layout into registers and split V into shared memory itself, with a proxy fence per k-step
-// (on sm_90 a MEMBAR, which also waits for the loads in flight).
+// Measured on the H100 (docs/PERFORMANCE.md): FP16 instead of TF32 (session 14) 1.22-1.27x
+// faster at k = 64, 1.33-1.47x at 256; the copy engine's ring (sessions 8 and 9) 1.06-1.19x faster
+// than session 7's kernel at k = 16, 1.24-1.38x from k = 64. That one loaded the factors from
+// their canonical layout into registers and split V into shared memory itself, with a proxy fence
+// per k-step (on sm_90 a MEMBAR, which also waits for the loads in flight).
 // Slower, measured: ring refills gated by per-stage "empty" barriers instead of the block
 // barrier (thread 0 waiting on them, or polling them: 0.44 ms against 0.31-0.34); a producer warp
 // of its own (2 blocks of 9 warps per SM leave 96 registers a thread: wgmma serialised; 1 block
@@ -48,9 +51,8 @@
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/reconstruct_tile_pipeline.cuh"
-#include "kernels/gpu/tf32_mma.cuh"
 #include "kernels/gpu/wgmma_operands.hpp"
-#include "kernels/gpu/wgmma_tf32.cuh"
+#include "kernels/gpu/wgmma.cuh"
 
 namespace svdserve::gpu {
 namespace {
@@ -120,11 +122,11 @@ constexpr uint32_t kWarpSize = 32;
 constexpr uint32_t kPartBytes = Layout::kVStepBytes / 2;  // one part of V
 constexpr uint32_t kValuesPerThread = 8;  // US values of one k-step a thread holds
 constexpr uint32_t kRegistersPerThread = 4;  // two halves each
-constexpr uint32_t kLeadingBytes = detail::kKStepLeadingBytes;  // next 4 values of k
+constexpr uint32_t kLeadingBytes = detail::kKStepLeadingBytes;  // next 8 values of k
 constexpr uint32_t kStrideBytes = detail::kKStepStrideBytes;    // next 8 columns
 
-// This thread's US operand of one k-step, split: its 4 values in the register-A layout
-// (wgmma_tf32), as big and small TF32 parts.
+// This thread's US operand of one k-step, split: its 8 values in the register-A layout
+// (wgmma_f16), as big and small FP16 parts, two values a register.
 struct UsFragment {
   uint32_t big[kRegistersPerThread];
   uint32_t small[kRegistersPerThread];
@@ -142,11 +144,12 @@ struct UsFragment {
     }
 #pragma unroll
     for (uint32_t r = 0; r < kRegistersPerThread; ++r) {
-      const __half2 b = __floats2half2_rn(values[2 * r], values[2 * r + 1]);
-      const float2 bf = __half22float2(b);
-      const __half2 sm = __floats2half2_rn(values[2 * r] - bf.x, values[2 * r + 1] - bf.y);
-      big[r] = *reinterpret_cast<const uint32_t*>(&b);
-      small[r] = *reinterpret_cast<const uint32_t*>(&sm);
+      const __half2 big_part = __floats2half2_rn(values[2 * r], values[2 * r + 1]);
+      const float2 big_value = __half22float2(big_part);
+      const __half2 small_part =
+          __floats2half2_rn(values[2 * r] - big_value.x, values[2 * r + 1] - big_value.y);
+      big[r] = *reinterpret_cast<const uint32_t*>(&big_part);
+      small[r] = *reinterpret_cast<const uint32_t*>(&small_part);
     }
   }
 };
@@ -346,7 +349,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   auto* const fill_cursor = reinterpret_cast<typename Ring::FillCursor*>(barriers + kStages);
   const uint32_t warpgroup = threadIdx.x / detail::kWarpgroupThreads;
   const uint32_t lane = threadIdx.x % kWarpSize;
-  // The accumulator layout (wgmma_tf32): warp w of the warpgroup holds rows 16w + g and
+  // The accumulator layout (wgmma.cuh): warp w of the warpgroup holds rows 16w + g and
   // 16w + g + 8 (g = lane / 4), columns 8j + 2t and 8j + 2t + 1 (t = lane % 4).
   constexpr uint32_t kRowsPerWarp = kWgmmaRows / (detail::kWarpgroupThreads / kWarpSize);
   const uint32_t first_row = warpgroup * kWgmmaRows +

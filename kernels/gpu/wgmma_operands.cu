@@ -4,13 +4,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <string>
 
 #include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/tf32_mma.cuh"
-#include "kernels/gpu/wgmma_tf32.cuh"
+#include "kernels/gpu/wgmma.cuh"
 
 namespace svdserve::gpu {
 namespace {
@@ -22,10 +23,10 @@ constexpr uint32_t kUsValuesPerThread = 8;  // f16 register-A: 4 registers of tw
 static_assert(Layout::kTile == 2 * detail::kWgmmaRows);
 static_assert(Layout::kUsStepBytes == kThreads * kUsValuesPerThread * sizeof(float));
 
-// One thread per value of a US block: thread T of the kernel, its value i (wgmma_tf32's
-// register-A layout: warp w of warpgroup h holds rows 64 h + 16 w + g and + 8, k t and t + 4, with
-// g = lane / 4, t = lane % 4).
-__global__ void write_us_operands_kernel(const float* __restrict__ us, Layout layout,
+// One thread per value of a US block: thread T of the kernel, its value i (wgmma_f16's
+// register-A layout: warp w of warpgroup h holds rows 64 h + 16 w + g and + 8, k 2t, 2t + 1,
+// 2t + 8 and 2t + 9, with g = lane / 4, t = lane % 4), times `scale` (a power of two: exact).
+__global__ void write_us_operands_kernel(const float* __restrict__ us, Layout layout, float scale,
                                          std::size_t values, unsigned char* __restrict__ out) {
   const std::size_t index = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (index >= values) return;
@@ -41,19 +42,19 @@ __global__ void write_us_operands_kernel(const float* __restrict__ us, Layout la
   const uint32_t row = tile * Layout::kTile + thread / 32 * 16 + lane / 4 + 8 * (i / 2 % 2);
   const uint32_t k = step * Layout::kDepth + 2 * (lane % 4) + i % 2 + 8 * (i / 4);
   const uint32_t height = layout.shape.height;
-  const float value = row < height && k < layout.rank_kept
-                          ? us[(std::size_t{channel} * layout.rank_kept + k) * height + row]
-                          : 0.0F;
-  reinterpret_cast<float*>(out + layout.us_offset(channel, tile, step))[thread * kUsValuesPerThread + i] =
-      value;
+  const std::size_t source = (std::size_t{channel} * layout.rank_kept + k) * height + row;
+  const float value = row < height && k < layout.rank_kept ? scale * us[source] : 0.0F;
+  auto* const us_block = reinterpret_cast<float*>(out + layout.us_offset(channel, tile, step));
+  us_block[thread * kUsValuesPerThread + i] = value;
 }
 
-// One thread per (channel, column, k) of the V blocks, writing both parts.
-__global__ void write_v_operands_kernel(const float* __restrict__ v, Layout layout,
+// One thread per (channel, column, k) of the V blocks, writing both parts of the value times
+// `scale` (a power of two: exact).
+__global__ void write_v_operands_kernel(const float* __restrict__ v, Layout layout, float scale,
                                         std::size_t values, unsigned char* __restrict__ out) {
   const std::size_t index = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (index >= values) return;
-  // index = ((channel * col_tiles + tile) * steps * 8 + k) * 128 + column in tile
+  // index = ((channel * col_tiles + tile) * steps * 16 + k) * 128 + column in tile
   const auto column_in_tile = static_cast<uint32_t>(index % Layout::kTile);
   const std::size_t rest = index / Layout::kTile;
   const std::size_t depth = std::size_t{layout.steps()} * Layout::kDepth;
@@ -62,9 +63,8 @@ __global__ void write_v_operands_kernel(const float* __restrict__ v, Layout layo
   const auto channel = static_cast<uint32_t>(rest / depth / layout.col_tiles());
   const uint32_t column = tile * Layout::kTile + column_in_tile;
   const uint32_t width = layout.shape.width;
-  const float value = column < width && k < layout.rank_kept
-                          ? v[(std::size_t{channel} * layout.rank_kept + k) * width + column]
-                          : 0.0F;
+  const std::size_t source = (std::size_t{channel} * layout.rank_kept + k) * width + column;
+  const float value = column < width && k < layout.rank_kept ? scale * v[source] : 0.0F;
   // FP16 big and small parts (the small one the big one's rounding error).
   const __half big = __float2half_rn(value);
   const __half small = __float2half_rn(value - __half2float(big));
@@ -85,10 +85,22 @@ unsigned blocks_for(std::size_t values) {
 
 }  // namespace
 
+std::optional<int> wgmma_operand_exponent(double us_bound) {
+  constexpr int kMinExponent = 8;      // V's small parts (~2^-12 |v|) times 2^8: mostly normal
+  constexpr int kMaxExponent = 15;     // |v| <= 1 times 2^15 stays under FP16's 65504
+  constexpr double kUsLimit = 16384.0;  // |US| times 2^-e under 2^14, well inside FP16's range
+  if (!std::isfinite(us_bound)) return std::nullopt;
+  int exponent = kMinExponent;
+  while (std::ldexp(us_bound, -exponent) >= kUsLimit) {
+    if (++exponent > kMaxExponent) return std::nullopt;
+  }
+  return exponent;
+}
+
 void check_wgmma_operand_layout(const WgmmaOperandLayout& layout) {
   // The kernel steps between a channel's blocks with 32-bit offsets (reconstruct_fused_wgmma.cu,
   // TilePlan): one channel's US blocks, and its V blocks, must stay under 4 GiB, which takes
-  // height x rank under 2^30 and width x rank under 2^29 (the default image limit, 8192 x 8192,
+  // height x rank and width x rank under 2^30 (the default image limit, 8192 x 8192,
   // keeps both under 2^26).
   const std::size_t channel_us_bytes = layout.us_offset(1, 0, 0);
   const std::size_t channel_v_bytes = layout.v_offset(1, 0, 0) - layout.v_offset(0, 0, 0);
@@ -102,7 +114,7 @@ void check_wgmma_operand_layout(const WgmmaOperandLayout& layout) {
 }
 
 void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLayout& layout,
-                          void* operands, StreamView stream) {
+                          int exponent, void* operands, StreamView stream) {
   check_wgmma_operand_layout(layout);
   auto* const out = static_cast<unsigned char*>(operands);
   const std::size_t depth = std::size_t{layout.steps()} * Layout::kDepth;
@@ -112,10 +124,10 @@ void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLay
       std::size_t{layout.shape.channels} * layout.col_tiles() * depth * Layout::kTile;
   if (us_values == 0 || v_values == 0) return;
   write_us_operands_kernel<<<blocks_for(us_values), kThreads, 0, stream.value()>>>(
-      us, layout, us_values, out);
+      us, layout, std::ldexp(1.0F, -exponent), us_values, out);
   SVDSERVE_CUDA_CHECK_LAUNCH();
   write_v_operands_kernel<<<blocks_for(v_values), kThreads, 0, stream.value()>>>(
-      v, layout, v_values, out);
+      v, layout, std::ldexp(1.0F, exponent), v_values, out);
   SVDSERVE_CUDA_CHECK_LAUNCH();
 }
 

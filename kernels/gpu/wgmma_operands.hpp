@@ -1,21 +1,30 @@
 #pragma once
 // An image's factors as the wgmma reconstruction kernel reads them (its "operands"), written
-// once next to the canonical factors (GpuFactors) on devices that run wgmma. Each k-step (8 values
-// of k) of one 128-row tile of US, and of one 128-column tile of V, is one contiguous block, so
-// that a block of the kernel fetches a step's operands with two bulk copies (the copy engine: no
-// thread loads, as far ahead as its shared memory allows):
-//  - US blocks (4 KiB): raw FP32, in the order the threads hold them in wgmma's register-A layout
-//    (thread T's 4 values at byte 16 T; wgmma_tf32.cuh), so each thread reads its fragment with
-//    one 16-byte shared load and splits it into TF32 parts itself;
-//  - V blocks (8 KiB): split once into TF32 big and small parts, each part in wgmma's K-major
-//    core-matrix layout (wgmma_tf32.cuh), the big part first.
+// once next to the canonical factors (GpuFactors) on devices that run wgmma. The kernel multiplies
+// in FP16 with FP32 accumulators, three products per term for FP32 accuracy (big*big + big*small +
+// small*big, each value split into an FP16 big part and the FP16 of what that leaves). Each
+// k-step (16 values of k) of one 128-row tile of US, and of one 128-column tile of V, is one
+// contiguous block, so that a block of the kernel fetches a step's operands with two bulk copies
+// (the copy engine: no thread loads, as far ahead as its shared memory allows):
+//  - US blocks (8 KiB): FP32, scaled by 2^-e, in the order the threads hold them in wgmma's
+//    register-A layout (thread T's 8 values at byte 32 T; wgmma.cuh, wgmma_f16), so each thread
+//    reads its fragment with two 16-byte shared loads and splits it into FP16 parts itself;
+//  - V blocks (8 KiB): scaled by 2^e and split once into FP16 big and small parts, each part in
+//    wgmma's K-major core-matrix layout (wgmma.cuh), the big part first.
 // All US blocks come first, [channel][row tile][k-step], then the V blocks, [channel][column
 // tile][k-step]. Rows and columns past the image and k past rank_kept are zero. Size: US's bytes
-// plus twice V's, rounded up to whole tiles and k-steps.
+// plus V's (two FP16 parts), rounded up to whole tiles and k-steps.
+//
+// Why the scale: FP16 holds magnitudes up to 65504, and its normal numbers start at 2^-14.
+// US = U diag(S) reaches the image's size (|US[i][k]| <= the channel's Frobenius norm), while V's
+// entries are at most 1 (orthonormal columns) and their small parts near 2^-12 of that. Scaling
+// US down and V up by the same power of two leaves every product exact and keeps both within
+// FP16's range (wgmma_operand_exponent).
 // This header compiles without nvcc.
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/image.hpp"
@@ -46,14 +55,22 @@ struct WgmmaOperandLayout {
   [[nodiscard]] constexpr std::size_t bytes() const { return v_offset(shape.channels, 0, 0); }
 };
 
+// The e of the 2^-e and 2^e scales for factors whose US entries are at most `us_bound` in
+// magnitude (for a decomposed image: its largest channel Frobenius norm) and whose V entries are
+// at most 1: at least 8 (V's small parts clear of FP16's subnormals), then as large as keeps US
+// under 2^14; none where that would take V past 2^15 (us_bound over 2^29; the image then
+// reconstructs without these operands).
+[[nodiscard]] std::optional<int> wgmma_operand_exponent(double us_bound);
+
 // Throws InvalidArgument where one channel's blocks of a factor pass 4 GiB (width or height x
 // rank about 2^29 or more): the kernel steps between them with 32-bit offsets.
 void check_wgmma_operand_layout(const WgmmaOperandLayout& layout);
 
 // Writes the operands of one image (us, v: its canonical factors, reconstruct.hpp's layout) to
-// `operands` (device, layout.bytes(), 16-byte aligned), on `stream`. Checks the layout first
-// (check_wgmma_operand_layout), before any work.
+// `operands` (device, layout.bytes(), 16-byte aligned), on `stream`, US scaled by 2^-exponent and
+// V by 2^exponent (wgmma_operand_exponent). Checks the layout first (check_wgmma_operand_layout),
+// before any work.
 void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLayout& layout,
-                          void* operands, StreamView stream);
+                          int exponent, void* operands, StreamView stream);
 
 }  // namespace svdserve::gpu

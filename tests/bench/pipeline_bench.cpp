@@ -70,7 +70,11 @@ std::vector<std::shared_ptr<const Factors>> random_factors(gpu::DeviceMemoryPool
     SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(memory.floats(), host.data(), canonical_bytes,
                                         cudaMemcpyHostToDevice, stream.view().value()));
     if (operands) {
-      gpu::GpuFactors::write_wgmma_operands(memory.floats(), shape, kRankKept, stream.view());
+      // US at most 128 and V at most 4 (above): the operands' smallest scale holds both.
+      constexpr double kUsBound = 128.0;
+      const int exponent = gpu::wgmma_operand_exponent(kUsBound).value();
+      gpu::GpuFactors::write_wgmma_operands(memory.floats(), shape, kRankKept, exponent,
+                                            stream.view());
     }
     stream.view().synchronize();
     std::vector<std::vector<float>> spectra(shape.channels, std::vector<float>(kRankKept, 1.0f));

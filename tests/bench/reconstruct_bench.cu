@@ -8,16 +8,18 @@
 //   - TF32 MMA peak: the same with mma.sync m16n8k8 TF32 chains (the instruction tensor uses; the
 //     H100's dense TF32 peak through wgmma is higher, ~495 TFLOP/s, so this floor is the
 //     instruction's, not the chip's);
-//   - TF32 wgmma peak (sm_90 only): back-to-back wgmma m64n128k8 from shared memory on every
-//     warpgroup, the instruction the wgmma variant uses; measured on constant and on random
-//     operands, each time with the SM clock over the run (a check that the operands' data does
-//     not change the limit: on the H100 it does not); the floor takes the higher of the two;
+//   - FP16 wgmma peak (sm_90 only): back-to-back wgmma m64n128k16 (FP32 accumulators) from
+//     shared memory on every warpgroup, the instruction the wgmma variant uses; measured on
+//     constant and on random operands, each time with the SM clock over the run (a check that
+//     the operands' data does not change the limit: on the H100 it does not); the floor takes
+//     the higher of the two. The same for TF32 (m64n128k8), the variant's arithmetic in sessions
+//     6-13: the %fl_wg32 column holds wgmma's time against that floor, for comparison;
 //   - per shape x rank, for each fused variant and the cuBLAS path: time per batch (CUDA events,
 //     median after warm-up), bytes moved (factor columns read + output written, once each),
 //     FLOPs (2 h w k c), floor = max(bytes / D2D bandwidth, FLOPs / FMA peak), % of floor
 //     (floor / time), speed-up over cuBLAS. tensor's floor counts the FLOPs it must run: three
 //     MMAs per product (3xTF32, for FP32 accuracy), i.e. max(bytes / D2D, 3 FLOPs / TF32 peak);
-//     wgmma's the same at the higher of the two wgmma peaks.
+//     wgmma's the same at the higher of the two FP16 wgmma peaks (3xFP16).
 // Each image of a batch has its own factors (no cache reuse across images), and the batch is
 // sized so the outputs total >= 256 MB (64 MB with --quick). Every fused result is compared with
 // the cuBLAS result: at most 1 grey level apart, in at most 0.1% of the values; the variants must
@@ -51,7 +53,7 @@
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/tf32_mma.cuh"
 #include "kernels/gpu/wgmma_operands.hpp"
-#include "kernels/gpu/wgmma_tf32.cuh"
+#include "kernels/gpu/wgmma.cuh"
 #include "kernels/image.hpp"
 #include "kernels/pixel_rounding.hpp"
 
@@ -236,19 +238,33 @@ __device__ __forceinline__ void sample_clock(ClockSample* sample, int at) {
 // which every wgmma then reuses; the sums stay finite either way).
 enum class PeakOperands { constant, random };
 
+// The arithmetic of a wgmma peak: FP16 (the wgmma variant's, k16) or TF32 (its arithmetic until
+// session 14, k8, kept for comparison with the earlier sessions' floors).
+enum class WgmmaArithmetic { f16, tf32 };
+
 #if SVDSERVE_HAS_WGMMA
-__device__ __forceinline__ uint32_t peak_operand(uint32_t index, PeakOperands kind) {
-  constexpr uint32_t kTwoToMinus10 = 0x3A800000;
-  if (kind == PeakOperands::constant) return kTwoToMinus10;
-  constexpr uint32_t kSignAndMantissa = 0x807FFFFF;
+// One 32-bit word of operands: a TF32 value, or two FP16 values, each 2^-10 with random sign and
+// mantissa bits for PeakOperands::random.
+__device__ __forceinline__ uint32_t peak_operand(uint32_t index, PeakOperands kind,
+                                                 WgmmaArithmetic arithmetic) {
+  constexpr uint32_t kTf32TwoToMinus10 = 0x3A800000;
+  constexpr uint32_t kTf32SignAndMantissa = 0x807FFFFF;
+  constexpr uint32_t kF16PairTwoToMinus10 = 0x14001400;
+  constexpr uint32_t kF16PairSignAndMantissa = 0x83FF83FF;
+  const bool f16 = arithmetic == WgmmaArithmetic::f16;
+  const uint32_t two_to_minus_10 = f16 ? kF16PairTwoToMinus10 : kTf32TwoToMinus10;
+  if (kind == PeakOperands::constant) return two_to_minus_10;
   const auto bits = static_cast<uint32_t>(splitmix64(index, /*seed=*/12345));
-  return (bits & kSignAndMantissa) | kTwoToMinus10;
+  return (bits & (f16 ? kF16PairSignAndMantissa : kTf32SignAndMantissa)) | two_to_minus_10;
 }
 
 #endif
 
 // Each warpgroup keeps the tensor cores fed: groups of 4 wgmmas into its accumulators, waiting
 // only for the group before the last.
+// One k-step is 32 bytes of a row in both arithmetics, so the operands and descriptors are the
+// same; only the instruction and its FLOPs differ.
+template <WgmmaArithmetic kArithmetic>
 __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict__ out,
                                                               uint32_t iterations,
                                                               PeakOperands kind,
@@ -258,7 +274,7 @@ __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict_
       (gpu::detail::kWgmmaRows + gpu::detail::kWgmmaCols) * gpu::detail::kWgmmaDepth;
   __shared__ __align__(128) uint32_t operands[kOperandWords];
   for (uint32_t i = threadIdx.x; i < kOperandWords; i += blockDim.x) {
-    operands[i] = peak_operand(i, kind);
+    operands[i] = peak_operand(i, kind, kArithmetic);
   }
   gpu::detail::fence_shared_for_wgmma();
   __syncthreads();
@@ -273,7 +289,13 @@ __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict_
   for (uint32_t it = 0; it < iterations; ++it) {
     gpu::detail::fence_wgmma_operands();
 #pragma unroll
-    for (uint32_t w = 0; w < kWgmmasPerGroup; ++w) gpu::detail::wgmma_tf32(acc, a, b, true);
+    for (uint32_t w = 0; w < kWgmmasPerGroup; ++w) {
+      if constexpr (kArithmetic == WgmmaArithmetic::f16) {
+        gpu::detail::wgmma_f16(acc, a, b, true);
+      } else {
+        gpu::detail::wgmma_tf32(acc, a, b, true);
+      }
+    }
     gpu::detail::commit_wgmma_group();
     gpu::detail::wait_wgmma<1>();
   }
@@ -298,7 +320,8 @@ struct Peak {
 };
 
 // 0 where the device cannot run the wgmma variant.
-Peak tf32_wgmma_peak(gpu::StreamView stream, int sms, PeakOperands kind) {
+template <WgmmaArithmetic kArithmetic>
+Peak wgmma_peak(gpu::StreamView stream, int sms, PeakOperands kind) {
   if (!gpu::fused_wgmma_supported()) return {};
   constexpr uint32_t kIterations = 1U << 14;
   constexpr int kRuns = 5;  // after one warm-up; the fastest counts, with its own clock
@@ -313,13 +336,16 @@ Peak tf32_wgmma_peak(gpu::StreamView stream, int sms, PeakOperands kind) {
   for (int run = -1; run < kRuns; ++run) {
     SVDSERVE_CUDA_CHECK(cudaMemsetAsync(clock.data(), 0, sizeof(ClockSample), stream.value()));
     start.record(stream);
-    wgmma_peak_kernel<<<blocks, kThreads, 0, stream.value()>>>(out.as<float>(), kIterations, kind,
-                                                               clock.as<ClockSample>());
+    wgmma_peak_kernel<kArithmetic><<<blocks, kThreads, 0, stream.value()>>>(
+        out.as<float>(), kIterations, kind, clock.as<ClockSample>());
     SVDSERVE_CUDA_CHECK(cudaGetLastError());
     stop.record(stream);
     stop.synchronize();
     const double tflops =
-        wgmmas * gpu::detail::kWgmmaFlops / (gpu::Event::elapsed_ms(start, stop) * 1e-3) / 1e12;
+        wgmmas *
+        (kArithmetic == WgmmaArithmetic::f16 ? gpu::detail::kWgmmaF16Flops
+                                             : gpu::detail::kWgmmaFlops) /
+        (gpu::Event::elapsed_ms(start, stop) * 1e-3) / 1e12;
     ClockSample sample{};
     SVDSERVE_CUDA_CHECK(
         cudaMemcpy(&sample, clock.data(), sizeof(sample), cudaMemcpyDeviceToHost));
@@ -488,15 +514,20 @@ struct Limits {
   double memset_gb_per_s = 0;
   double fma_tflops = 0;
   double tf32_mma_tflops = 0;
-  Peak tf32_wgmma;         // tflops 0: no wgmma on this device
-  Peak tf32_wgmma_random;  // the same on random operands (PeakOperands)
+  Peak f16_wgmma;          // tflops 0: no wgmma on this device
+  Peak f16_wgmma_random;   // the same on random operands (PeakOperands)
+  Peak tf32_wgmma;         // for comparison with sessions 6-13, whose wgmma ran TF32
+  Peak tf32_wgmma_random;
   double sgemm_tflops = 0;
 
-  // wgmma's floor runs at the higher of its two peaks, since the chip reached it. In every call of
-  // session 11 the constant-operand run (the first) read lower, at a lower clock (489.3-490.6
-  // TFLOP/s at 1.806-1.815 GHz against 494.1-495.0); a floor on it made every ratio look ~1 %
-  // better.
+  // wgmma's floor runs at the higher of its arithmetic's two peaks, since the chip reached it. In
+  // every call of session 11 the constant-operand run (the first) read lower, at a lower clock
+  // (TF32: 489.3-490.6 TFLOP/s at 1.806-1.815 GHz against 494.1-495.0); a floor on it made every
+  // ratio look ~1 % better.
   [[nodiscard]] double wgmma_floor_tflops() const {
+    return std::max(f16_wgmma.tflops, f16_wgmma_random.tflops);
+  }
+  [[nodiscard]] double tf32_wgmma_tflops() const {
     return std::max(tf32_wgmma.tflops, tf32_wgmma_random.tflops);
   }
 };
@@ -517,7 +548,8 @@ struct Row {
   double bandwidth_ms = 0;  // bytes / D2D bandwidth
   double fma_ms = 0;        // FLOPs / FP32 FMA peak
   double tensor_ms = 0;     // 3 x FLOPs / TF32 MMA peak
-  double wgmma_ms = 0;      // 3 x FLOPs / the higher TF32 wgmma peak
+  double wgmma_ms = 0;      // 3 x FLOPs / the higher FP16 wgmma peak
+  double tf32_wgmma_ms = 0;  // the same at the TF32 wgmma peak (sessions 6-13's floor)
   double cublas_ms = 0;
   FusedVariant chosen = FusedVariant::tile64;
   VariantResult variants[kVariantCount];
@@ -541,6 +573,13 @@ struct Row {
   }
   [[nodiscard]] double percent_of_floor(FusedVariant v, double ms) const {
     return 100.0 * floor_ms(v) / ms;
+  }
+  // wgmma's time against sessions 6-13's floor, when it ran TF32: a kernel that got faster by
+  // changing its arithmetic shows it here, while its own floor moved with the arithmetic.
+  [[nodiscard]] double wgmma_percent_of_tf32_floor() const {
+    const VariantResult& wgmma = result(FusedVariant::wgmma);
+    if (!wgmma.ran || tf32_wgmma_ms == 0) return 0;
+    return 100.0 * std::max(bandwidth_ms, tf32_wgmma_ms) / wgmma.ms;
   }
   [[nodiscard]] double auto_percent_of_floor() const {
     return percent_of_floor(chosen, automatic().ms);
@@ -586,8 +625,11 @@ class ShapeRun {
     fill_factors_kernel<<<kFillBlocks, kThreads, 0, stream.value()>>>(factors_.as<float>(),
                                                                       layout_, batch, 7);
     SVDSERVE_CUDA_CHECK(cudaGetLastError());
+    // fill_factors_kernel's US stays under 256 and its V under 2: the operands' smallest scale.
+    constexpr double kUsBound = 256.0;
+    const int exponent = gpu::wgmma_operand_exponent(kUsBound).value();
     for (uint32_t b = 0; b < batch_; ++b) {
-      gpu::write_wgmma_operands(us(b), v(b), operand_layout(), operands(b), stream_);
+      gpu::write_wgmma_operands(us(b), v(b), operand_layout(), exponent, operands(b), stream_);
     }
     for (auto& out : variant_out_) out.reserve(out_bytes() * batch);
   }
@@ -608,6 +650,8 @@ class ShapeRun {
     if (limits.wgmma_floor_tflops() > 0) {
       row.wgmma_ms =
           kTensorMmasPerProduct * row.flops / (limits.wgmma_floor_tflops() * 1e12) * 1e3;
+      row.tf32_wgmma_ms =
+          kTensorMmasPerProduct * row.flops / (limits.tf32_wgmma_tflops() * 1e12) * 1e3;
     }
     row.chosen = gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank);
 
@@ -686,10 +730,10 @@ class ShapeRun {
 
 void print_header() {
   std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %10s %10s %10s %8s %7s %7s %7s %7s %7s "
-              "%7s %7s %6s  %s\n",
+              "%7s %7s %6s %8s  %s\n",
               "shape", "c", "batch", "rank", "floor_ms", "bound", "tile64_ms", "tile128_ms",
               "rows_ms", "tensor_ms", "wgmma_ms", "cublas_ms", "auto", "%floor", "%fl_t64",
-              "%fl_128", "%fl_row", "%fl_ten", "%fl_wg", "%fl_cub", "x_cub",
+              "%fl_128", "%fl_row", "%fl_ten", "%fl_wg", "%fl_cub", "x_cub", "%fl_wg32",
               "check (max diff, differing vs cuBLAS: t64; t128; rows; tensor; wgmma; FP32 "
               "variants identical)");
 }
@@ -729,23 +773,29 @@ void print_row(const Row& r) {
     percents += field;
     checks += difference_cell(vr) + "; ";
   }
-  std::printf("%-10s %2u %5u %4u %8.3f %5s%s %10.3f %8s %6.1f%%%s %6.1f%% %6.2f  %s (%s%s)\n",
+  std::printf("%-10s %2u %5u %4u %8.3f %5s%s %10.3f %8s %6.1f%%%s %6.1f%% %6.2f %7.1f%%  %s "
+              "(%s%s)\n",
               shape.c_str(), r.shape.channels, r.batch, r.rank, r.floor_ms(r.chosen),
               bound_name(r, r.chosen), times.c_str(), r.cublas_ms,
               gpu::fused_variant_name(r.chosen), r.auto_percent_of_floor(), percents.c_str(),
               r.cublas_percent_of_floor(), r.cublas_ms / r.automatic().ms,
+              r.wgmma_percent_of_tf32_floor(),
               r.correct() ? "PASS" : "FAIL", checks.c_str(), identical ? "yes" : "NO");
 }
 
 void write_json(const std::string& path, const std::string& device, const Limits& limits,
                 const std::vector<Row>& rows) {
   std::ofstream json(path);
-  // tf32_wgmma_peak_*: the constant-operand run (the key is older than the random one);
-  // wgmma_floor_tflops: the higher of the two, which the wgmma floors use.
+  // *_wgmma_peak_*: the constant-operand runs (the keys are older than the random ones);
+  // wgmma_floor_tflops: the higher FP16 one, which the wgmma floors use (sessions 6-13: TF32).
   json << "{\"device\": \"" << device << "\", \"d2d_gb_per_s\": " << limits.d2d_gb_per_s
        << ", \"memset_gb_per_s\": " << limits.memset_gb_per_s
        << ", \"fma_peak_tflops\": " << limits.fma_tflops
        << ", \"tf32_mma_peak_tflops\": " << limits.tf32_mma_tflops
+       << ", \"f16_wgmma_peak_tflops\": " << limits.f16_wgmma.tflops
+       << ", \"f16_wgmma_peak_sm_ghz\": " << limits.f16_wgmma.sm_ghz
+       << ", \"f16_wgmma_random_tflops\": " << limits.f16_wgmma_random.tflops
+       << ", \"f16_wgmma_random_sm_ghz\": " << limits.f16_wgmma_random.sm_ghz
        << ", \"tf32_wgmma_peak_tflops\": " << limits.tf32_wgmma.tflops
        << ", \"tf32_wgmma_peak_sm_ghz\": " << limits.tf32_wgmma.sm_ghz
        << ", \"tf32_wgmma_random_tflops\": " << limits.tf32_wgmma_random.tflops
@@ -761,6 +811,7 @@ void write_json(const std::string& path, const std::string& device, const Limits
          << ", \"rank\": " << r.rank << ", \"bytes\": " << r.bytes << ", \"flops\": " << r.flops
          << ", \"bandwidth_floor_ms\": " << r.bandwidth_ms << ", \"fma_floor_ms\": " << r.fma_ms
          << ", \"tensor_floor_ms\": " << r.tensor_ms << ", \"wgmma_floor_ms\": " << r.wgmma_ms
+         << ", \"tf32_wgmma_floor_ms\": " << r.tf32_wgmma_ms
          << ", \"cublas_ms\": " << r.cublas_ms
          << ", \"auto_variant\": \"" << gpu::fused_variant_name(r.chosen)
          << "\", \"auto_floor_ms\": " << r.floor_ms(r.chosen) << ", \"auto_floor_bound\": \""
@@ -833,10 +884,12 @@ int run(const Options& options) {
   limits.memset_gb_per_s = memset_gb_per_s(stream.view(), options.quick);
   limits.fma_tflops = fma_peak_tflops(stream.view(), props.multiProcessorCount);
   limits.tf32_mma_tflops = tf32_mma_peak_tflops(stream.view(), props.multiProcessorCount);
-  limits.tf32_wgmma =
-      tf32_wgmma_peak(stream.view(), props.multiProcessorCount, PeakOperands::constant);
-  limits.tf32_wgmma_random =
-      tf32_wgmma_peak(stream.view(), props.multiProcessorCount, PeakOperands::random);
+  using enum WgmmaArithmetic;
+  const int sms = props.multiProcessorCount;
+  limits.f16_wgmma = wgmma_peak<f16>(stream.view(), sms, PeakOperands::constant);
+  limits.f16_wgmma_random = wgmma_peak<f16>(stream.view(), sms, PeakOperands::random);
+  limits.tf32_wgmma = wgmma_peak<tf32>(stream.view(), sms, PeakOperands::constant);
+  limits.tf32_wgmma_random = wgmma_peak<tf32>(stream.view(), sms, PeakOperands::random);
   limits.sgemm_tflops = sgemm_tflops(stream.view(), options.quick);
   std::printf("D2D bandwidth (read + write): %.1f GB/s\n", limits.d2d_gb_per_s);
   std::printf("memset (write only):          %.1f GB/s (a write-only kernel at best %.0f%% of a "
@@ -846,16 +899,20 @@ int run(const Options& options) {
   std::printf("TF32 mma.sync peak:           %.2f TFLOP/s (tensor's floor: %.0f MMAs per "
               "product)\n",
               limits.tf32_mma_tflops, kTensorMmasPerProduct);
-  if (limits.tf32_wgmma.tflops > 0) {
+  if (limits.f16_wgmma.tflops > 0) {
+    std::printf("FP16 wgmma, constant operands: %.2f TFLOP/s, SM clock %.3f GHz\n",
+                limits.f16_wgmma.tflops, limits.f16_wgmma.sm_ghz);
+    std::printf("FP16 wgmma, random operands:   %.2f TFLOP/s, SM clock %.3f GHz\n",
+                limits.f16_wgmma_random.tflops, limits.f16_wgmma_random.sm_ghz);
     std::printf("TF32 wgmma, constant operands: %.2f TFLOP/s, SM clock %.3f GHz\n",
                 limits.tf32_wgmma.tflops, limits.tf32_wgmma.sm_ghz);
     std::printf("TF32 wgmma, random operands:   %.2f TFLOP/s, SM clock %.3f GHz\n",
                 limits.tf32_wgmma_random.tflops, limits.tf32_wgmma_random.sm_ghz);
-    std::printf("wgmma's floor:                 %.0f MMAs per product at %.2f TFLOP/s (the "
-                "higher peak)\n",
+    std::printf("wgmma's floor:                 %.0f FP16 MMAs per product at %.2f TFLOP/s (the "
+                "higher FP16 peak; %%fl_wg32: at the TF32 one, sessions 6-13's floor)\n",
                 kTensorMmasPerProduct, limits.wgmma_floor_tflops());
   } else {
-    std::printf("TF32 wgmma:                   not on this device (wgmma runs tensor)\n");
+    std::printf("wgmma:                        not on this device (wgmma runs tensor)\n");
   }
   std::printf("cuBLAS SGEMM %d^3 (pedantic): %.2f TFLOP/s (%.0f%% of FMA peak)\n",
               options.quick ? 4096 : 8192, limits.sgemm_tflops,

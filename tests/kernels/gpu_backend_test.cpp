@@ -374,6 +374,47 @@ TEST_F(GpuBackendBehaviourTest, NonFiniteSamplesAreInvalidAndTheBackendKeepsWork
   EXPECT_EQ(backend->decompose(std::span(&pointer, 1), 8).at(0)->rank_kept(), 8u);
 }
 
+// Samples so large that FP16 operands cannot hold them (a channel's Frobenius norm past 2^29,
+// wgmma_operand_exponent): the image keeps no wgmma operands and reconstructs on tensor, alone
+// and in one batch with an image that has them. Its values are +-(2^23 .. 2^24), so every u8
+// pixel is exactly 0 or 255; an overflow to infinity or NaN would give 0 for the positive ones.
+TEST_F(GpuBackendBehaviourTest, SamplesTooLargeForFp16OperandsReconstructOnTensor) {
+  auto backend = gpu::make_gpu_backend({});
+  const ImageShape shape{96, 80, 3};
+  ImageF32 huge = random_image(shape, run_seed());
+  for (float& value : huge.planes) {
+    value = std::copysign(std::ldexp(1.0F + value / 256.0F, 23), value - 127.5F);
+  }
+  const ImageF32 ordinary = random_image(shape, run_seed() + 1);
+  const ImageF32* pointers[] = {&huge, &ordinary};
+  const auto factors = backend->decompose(std::span(pointers), shape.full_rank());
+  // Without operands the image holds its canonical factors only (the ordinary one about twice).
+  EXPECT_LT(factors[0]->bytes_resident(), factors[1]->bytes_resident());
+
+  std::vector<uint8_t> expected(shape.values());
+  for (std::size_t p = 0; p < expected.size(); ++p) {
+    const std::size_t pixel = p / shape.channels;
+    const float value = huge.planes[(p % shape.channels) * shape.pixels_per_channel() + pixel];
+    expected[p] = value > 0.0F ? 255 : 0;
+  }
+  EXPECT_EQ(reconstruct_u8(*backend, *factors[0], shape.full_rank()), expected);
+
+  // Both in one batch: one launch, on tensor; the ordinary image within a level of its own.
+  const uint32_t rank = 40;
+  const std::vector<uint8_t> alone = reconstruct_u8(*backend, *factors[1], rank);
+  std::vector<uint8_t> huge_out(shape.values(), 0xAB);
+  std::vector<uint8_t> ordinary_out(shape.values(), 0xAB);
+  ReconstructItem items[] = {
+      {factors[0].get(), shape.full_rank(), OutputPixels::u8,
+       std::as_writable_bytes(std::span(huge_out))},
+      {factors[1].get(), rank, OutputPixels::u8, std::as_writable_bytes(std::span(ordinary_out))}};
+  backend->reconstruct(std::span(items));
+  EXPECT_EQ(huge_out, expected);
+  for (std::size_t p = 0; p < alone.size(); ++p) {
+    ASSERT_LE(std::abs(int{ordinary_out[p]} - int{alone[p]}), 1) << "value " << p;
+  }
+}
+
 // reconstruct_async: outputs in pinned memory get the device copy directly, pageable ones go
 // through staging; a batch mixing both (and u8 with f32) gives the same pixels as one by one.
 TEST_F(GpuBackendBehaviourTest, AsyncReconstructIntoPinnedAndPageableOutputsAgrees) {

@@ -259,8 +259,11 @@ class GpuReconstructTest : public ::testing::Test {
     // Poisoned first: operands the writer misses show as wrong pixels.
     SVDSERVE_CUDA_CHECK(cudaMemsetAsync(d.wgmma_operands.data(), 0x7F, d.wgmma_operands.size(),
                                         stream().value()));
-    gpu::write_wgmma_operands(d.us.as<float>(), d.v.as<float>(), layout, d.wgmma_operands.data(),
-                              stream());
+    double us_bound = 0.0;
+    for (const float value : f.us) us_bound = std::max(us_bound, double{std::abs(value)});
+    gpu::write_wgmma_operands(d.us.as<float>(), d.v.as<float>(), layout,
+                              gpu::wgmma_operand_exponent(us_bound).value(),
+                              d.wgmma_operands.data(), stream());
     stream().synchronize();
     return d;
   }
@@ -520,21 +523,40 @@ void GpuReconstructTest::check_blocks_that_loop(uint32_t channels, uint32_t tile
 
 TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesOfMixedRanks) {
   constexpr uint32_t kRanks[] = {48, 1, 9, 40, 8, 33, 17};
-  check_blocks_that_loop(3, 1, kRanks, 0);  // 5 stages, a barrier every other k-step
+  check_blocks_that_loop(3, 1, kRanks, 0);  // 3 stages, a barrier every k-step
 }
 
 TEST_F(GpuReconstructTest, BlocksThatLoopOverManyOneStepTiles) {
-  // One channel, 6 stages: a tile at rank <= 8 is one k-step, so a refill reaches up to six tiles
-  // ahead; three rounds of tiles per block.
+  // One channel, 5 stages, a barrier every other k-step: a tile at rank <= 16 is one k-step, so a
+  // refill reaches up to five tiles ahead; three rounds of tiles per block.
   constexpr uint32_t kRanks[] = {40, 1, 2, 8, 1, 5, 33, 1, 8};
   check_blocks_that_loop(1, 3, kRanks, 0);
 }
 
 TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesWithFourChannelsUnaligned) {
-  // Four channels, 3 stages: a barrier every k-step; an unaligned output takes the generic
+  // Four channels, 2 stages: a barrier every k-step; an unaligned output takes the generic
   // copy-out (no bulk stores) between tiles.
   constexpr uint32_t kRanks[] = {32, 8, 17, 1};
   check_blocks_that_loop(4, 2, kRanks, 3);
+}
+
+// The wgmma kernel multiplies in FP16 (65504 at most, normal from 2^-14): factors with US far
+// past that and V far below it, the same products as random_factors' (scaled by 2^15 and 2^-15,
+// exact in FP32), give the same pixels, through the operands' scale (wgmma_operand_exponent).
+TEST_F(GpuReconstructTest, FactorsOutsideFp16RangeGiveTheSamePixels) {
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  const ImageShape shape{300, 140, 3};
+  constexpr float kScale = 32768.0F;
+  const uint32_t ranks[] = {16, 64, shape.full_rank()};
+  std::vector<HostFactors> host;
+  for (std::size_t t = 0; t < std::size(ranks); ++t) {
+    HostFactors f = random_factors(shape, shape.full_rank(), seed + t);
+    for (float& value : f.us) value *= kScale;  // up to 7.2e6
+    for (float& value : f.v) value /= kScale;   // from 3.7e-5 down
+    host.push_back(std::move(f));
+  }
+  check_batch(shape, host, ranks, 0);
 }
 
 TEST_F(GpuReconstructTest, BatchWithRankKeptBelowFullRank) {

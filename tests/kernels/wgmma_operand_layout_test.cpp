@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstddef>
+#include <limits>
+#include <optional>
 
 #include "kernels/errors.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
@@ -54,11 +57,26 @@ TEST(WgmmaOperandLayout, WriterRefusesChannelsOverFourGiB) {
   // 65536 wide at rank 16384: one channel's V blocks are 512 tiles x 1024 steps x 8 KiB = 4 GiB,
   // past the kernel's 32-bit steps. Refused before any device work (no device needed).
   const WgmmaOperandLayout too_wide{{65536, 8, 1}, 16384};
-  EXPECT_THROW(gpu::write_wgmma_operands(nullptr, nullptr, too_wide, nullptr, gpu::StreamView{}),
+  EXPECT_THROW(gpu::write_wgmma_operands(nullptr, nullptr, too_wide, 8, nullptr, gpu::StreamView{}),
                InvalidArgument);
   const WgmmaOperandLayout too_tall{{8, 131072, 1}, 8192};  // US: 1024 x 512 x 8 KiB
-  EXPECT_THROW(gpu::write_wgmma_operands(nullptr, nullptr, too_tall, nullptr, gpu::StreamView{}),
+  EXPECT_THROW(gpu::write_wgmma_operands(nullptr, nullptr, too_tall, 8, nullptr, gpu::StreamView{}),
                InvalidArgument);
+}
+
+TEST(WgmmaOperandExponent, KeepsUsUnderTwoToTheFourteenAndVUnderTwoToTheFifteen) {
+  // Any 8-bit image up to 8192 x 8192 (|US| <= 255 x 8192): the smallest scale, 2^8.
+  EXPECT_EQ(gpu::wgmma_operand_exponent(0.0), 8);
+  EXPECT_EQ(gpu::wgmma_operand_exponent(255.0 * 8192), 8);
+  EXPECT_EQ(gpu::wgmma_operand_exponent(std::ldexp(1.0, 22) - 1), 8);
+  // Beyond, one more power of two each time US's bound doubles, up to V's 2^15.
+  EXPECT_EQ(gpu::wgmma_operand_exponent(std::ldexp(1.0, 22)), 9);
+  EXPECT_EQ(gpu::wgmma_operand_exponent(7.2e6), 9);
+  EXPECT_EQ(gpu::wgmma_operand_exponent(std::ldexp(1.0, 29) - 64), 15);
+  // Past that, or not finite: no FP16 operands (the image reconstructs on tensor).
+  EXPECT_EQ(gpu::wgmma_operand_exponent(std::ldexp(1.0, 29)), std::nullopt);
+  EXPECT_EQ(gpu::wgmma_operand_exponent(std::numeric_limits<double>::infinity()), std::nullopt);
+  EXPECT_EQ(gpu::wgmma_operand_exponent(std::numeric_limits<double>::quiet_NaN()), std::nullopt);
 }
 
 TEST(GpuFactorsBytes, OperandsFollowTheCanonicalFactorsAligned) {

@@ -1,13 +1,13 @@
 #pragma once
-// Hopper's warpgroup MMA (wgmma.mma_async, sm_90a only) on TF32 operands in shared memory, for
-// the wgmma reconstruction kernel (reconstruct_fused_wgmma.cu) and svdserve_reconstruct_bench,
-// which measures its peak.
+// Hopper's warpgroup MMA (wgmma.mma_async, sm_90a only), for the wgmma reconstruction kernel
+// (reconstruct_fused_wgmma.cu, FP16 operands) and svdserve_reconstruct_bench, which measures the
+// instruction's peak on FP16 and, for reference, TF32 operands.
 //
-// Unlike mma.sync, the four warps of a warpgroup hand one 64 x N x 8 product to the tensor cores
+// Unlike mma.sync, the four warps of a warpgroup hand one 64 x N x K product to the tensor cores
 // and go on: operands come straight from shared memory (no fragment loads in the warps), and the
 // warps wait for the result only when they need it (wait_wgmma). The rules (PTX ISA,
 // "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"):
-//  - TF32 operands must be K-major: row r of A (or column n of B) has its k values contiguous;
+//  - operands here are K-major: row r of A (or column n of B) has its k values contiguous;
 //  - a shared-memory write by the threads becomes visible to wgmma (the "async proxy") through
 //    fence.proxy.async by the writer, then a barrier, then the wgmma;
 //  - fence_wgmma_operands before the first wgmma after the threads touched its accumulators;
@@ -15,9 +15,11 @@
 //    wgmma's group is waited for.
 //
 // Shared-memory layout without swizzling (the descriptor's "interleave" mode): the operand is cut
-// into core matrices of 8 rows x 16 bytes (4 TF32 values of k), each 128 contiguous bytes, row r
-// of the core matrix at byte 16 r. The descriptor gives the distance between core matrices next
-// to each other along k (leading byte offset) and along the rows (stride byte offset).
+// into core matrices of 8 rows x 16 bytes (4 TF32 or 8 FP16 values of k), each 128 contiguous
+// bytes, row r of the core matrix at byte 16 r. The descriptor gives the distance between core
+// matrices next to each other along k (leading byte offset) and along the rows (stride byte
+// offset). One k-step is 32 bytes of a row in both arithmetics (k8 TF32, k16 FP16), so both use
+// the same layout and offsets.
 
 #include <cuda_runtime.h>
 
@@ -36,14 +38,17 @@ namespace svdserve::gpu::detail {
 inline constexpr uint32_t kWgmmaRows = 64;        // m64
 inline constexpr uint32_t kWgmmaCols = 128;       // n128
 inline constexpr uint32_t kWgmmaDepth = 8;        // k8 for TF32
+inline constexpr uint32_t kWgmmaF16Depth = 16;    // k16 for FP16
 inline constexpr uint32_t kWarpgroupThreads = 128;
 inline constexpr uint32_t kWgmmaAccumulators = kWgmmaRows * kWgmmaCols / kWarpgroupThreads;
 inline constexpr uint32_t kCoreMatrixBytes = 128;  // 8 rows x 16 bytes
-// An operand of one k-step (8 TF32 values of k a row) laid out K-major as 8-row groups of two
-// core matrices: the next 4 values of k are a core matrix further, the next 8 rows two.
+// An operand of one k-step (8 TF32 or 16 FP16 values of k a row) laid out K-major as 8-row
+// groups of two core matrices: the next 16 bytes of k are a core matrix further, the next 8 rows
+// two.
 inline constexpr uint32_t kKStepLeadingBytes = kCoreMatrixBytes;
 inline constexpr uint32_t kKStepStrideBytes = 2 * kCoreMatrixBytes;
 inline constexpr double kWgmmaFlops = 2.0 * kWgmmaRows * kWgmmaCols * kWgmmaDepth;
+inline constexpr double kWgmmaF16Flops = 2.0 * kWgmmaRows * kWgmmaCols * kWgmmaF16Depth;
 
 // The 64-bit matrix descriptor: start address, leading and stride byte offsets (all >> 4),
 // swizzle mode 0 (none).
@@ -122,27 +127,25 @@ __device__ __forceinline__ void wgmma_tf32(WgmmaAccumulators& d, uint64_t a, uin
       : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
-// The same with a in registers (wgmma's register-A form): each thread holds 4 TF32 values of
-// the 64 x 8 A, in mma.m16n8k8's A layout per warp w of the warpgroup (g = lane / 4,
-// t = lane % 4): a[0] = (row 16w + g, k t), a[1] = (16w + g + 8, t), a[2] = (16w + g, t + 4),
-// a[3] = (16w + g + 8, t + 4). The registers are read while the wgmma runs: they may not be
-// written before its group is waited for (ptxas holds them; it warns if it has to serialise).
-__device__ __forceinline__ void wgmma_tf32(WgmmaAccumulators& d, const uint32_t (&a)[4],
-                                           uint64_t b, bool accumulate) {
+// FP16 with FP32 accumulators, k = 16: d = a * b^T + (accumulate ? d : 0) for a 64 x 128 tile,
+// a 64 rows x 16 and b 128 columns x 16, both K-major in shared memory (no transposes).
+__device__ __forceinline__ void wgmma_f16(WgmmaAccumulators& d, uint64_t a, uint64_t b,
+                                          bool accumulate) {
   asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
       SVDSERVE_WGMMA_ACCUMULATOR_LIST ", "
-      "{%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+      "%64, %65, p, 1, 1, 0, 0;\n}\n"
       : SVDSERVE_WGMMA_ACCUMULATOR_OPERANDS(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(static_cast<int>(accumulate)));
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
-// FP16 (experiment): d (+)= a * b^T for 64 x 128, k = 16, a in registers, b K-major FP16 in
-// shared memory (core matrices of 8 rows x 8 halves: the same byte geometry as TF32's k = 8).
-// a: mma.m16n8k16's f16 A layout per warp w (g = lane / 4, t = lane % 4), each register two
-// halves (the lower k in the low half): a[0] = (row 16w + g, k 2t, 2t + 1), a[1] = (16w + g + 8,
-// 2t, 2t + 1), a[2] = (16w + g, 2t + 8, 2t + 9), a[3] = (16w + g + 8, 2t + 8, 2t + 9).
+// The same with a in registers: each thread holds 8 FP16 values of the 64 x 16 A in 4 registers
+// of two halves (the lower k in the low half), in mma.m16n8k16's A layout per warp w of the
+// warpgroup (g = lane / 4, t = lane % 4): a[0] = (row 16w + g, k 2t and 2t + 1), a[1] =
+// (16w + g + 8, 2t and 2t + 1), a[2] = (16w + g, 2t + 8 and 2t + 9), a[3] = (16w + g + 8,
+// 2t + 8 and 2t + 9). The registers are read while the wgmma runs: they may not be written before
+// its group is waited for (ptxas holds them; it warns if it has to serialise).
 __device__ __forceinline__ void wgmma_f16(WgmmaAccumulators& d, const uint32_t (&a)[4],
                                           uint64_t b, bool accumulate) {
   asm volatile(
