@@ -58,13 +58,11 @@ namespace svdserve::gpu {
 namespace {
 
 using detail::kStoreBytes;
-using detail::kWgmmaDepth;
 using detail::kWgmmaRows;
 using Layout = WgmmaOperandLayout;
 
 constexpr uint32_t kTile = Layout::kTile;
 constexpr uint32_t kThreads = 256;  // two warpgroups: tile rows 0-63 and 64-127
-constexpr uint32_t kDepth = Layout::kDepth;  // FP16 wgmma: k16
 static_assert(kTile == 2 * kWgmmaRows);
 
 // A stage holds one k-step's operands as they arrive (wgmma_operands.hpp): the US block, then
@@ -88,7 +86,7 @@ constexpr uint32_t kMaxStages = 6;
 
 // Shared memory: the stages, the staging tile, the stages' barriers, then thread 0's place in
 // the stream (OperandRing::FillCursor).
-constexpr std::size_t kFillCursorBytes = 48;  // OperandRing::FillCursor, 8-byte aligned
+constexpr std::size_t kFillCursorBytes = 64;  // OperandRing::FillCursor, 8-byte aligned
 template <uint32_t kChannels>
 constexpr std::size_t shared_bytes_with(uint32_t stages) {
   return std::size_t{stages} * kStageBytes + std::size_t{kTile} * pitch<kChannels>() +
@@ -118,12 +116,19 @@ static_assert(shared_bytes<1>() < (1U << 18) && shared_bytes<2>() < (1U << 18) &
 
 #if SVDSERVE_HAS_WGMMA
 
+constexpr uint32_t kDepth = Layout::kDepth;  // values of k a step: FP16 wgmma's k16
+
 constexpr uint32_t kWarpSize = 32;
-constexpr uint32_t kPartBytes = Layout::kVStepBytes / 2;  // one part of V
+constexpr uint32_t kPartBytes = Layout::kVPartBytes;  // the small part after the big one
 constexpr uint32_t kValuesPerThread = 8;  // US values of one k-step a thread holds
 constexpr uint32_t kRegistersPerThread = 4;  // two halves each
-constexpr uint32_t kLeadingBytes = detail::kKStepLeadingBytes;  // next 8 values of k
-constexpr uint32_t kStrideBytes = detail::kKStepStrideBytes;    // next 8 columns
+// V's core matrices in a stage (wgmma_operands.hpp): the next 8 values of k are in the block's
+// second half, the next 8 columns a core matrix further.
+constexpr uint32_t kLeadingBytes = Layout::kHalfStepBytes;
+constexpr uint32_t kStrideBytes = detail::kCoreMatrixBytes;
+// A tile of rank 8 or less needs k 0-7 only: its steps copy the blocks' first halves.
+constexpr uint32_t kHalfStepMaxRank = kDepth / 2;
+static_assert(kUsBytes == Layout::kVStepBytes);  // one copy size serves both operands
 
 // This thread's US operand of one k-step, split: its 8 values in the register-A layout
 // (wgmma_f16), as big and small FP16 parts, two values a register.
@@ -131,11 +136,13 @@ struct UsFragment {
   uint32_t big[kRegistersPerThread];
   uint32_t small[kRegistersPerThread];
 
-  // From the stage's US block (this thread's 32 bytes); values at k >= rank are zero (the
-  // block holds them up to rank_kept): k0 is the step's first k.
+  // From the stage's US block (this thread's 16 bytes of each half); values at k >= rank are
+  // zero (the block holds them up to rank_kept; a half not copied holds older bytes): k0 is the
+  // step's first k.
   __device__ __forceinline__ void read(const unsigned char* stage, uint32_t k0, uint32_t rank) {
-    const float4 lo = reinterpret_cast<const float4*>(stage)[2 * threadIdx.x];
-    const float4 hi = reinterpret_cast<const float4*>(stage)[2 * threadIdx.x + 1];
+    constexpr uint32_t kHalfVectors = Layout::kHalfStepBytes / sizeof(float4);
+    const float4 lo = reinterpret_cast<const float4*>(stage)[threadIdx.x];
+    const float4 hi = reinterpret_cast<const float4*>(stage)[kHalfVectors + threadIdx.x];
     float values[kValuesPerThread] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
     const uint32_t k = k0 + 2 * (threadIdx.x % 4);  // value i at k + i % 2 + 8 (i / 4)
 #pragma unroll
@@ -203,7 +210,8 @@ struct TilePlan {
   uint32_t us_skip;
   uint32_t v_skip;
   uint32_t slices;
-  uint32_t tile;  // tiles: none
+  uint32_t copy_bytes;  // of each operand a step: the whole block, or its first half (rank <= 8)
+  uint32_t tile;        // tiles: none
 };
 
 // The ring the operands stream through. Thread 0 fills a stage with two bulk copies (its
@@ -249,9 +257,9 @@ class OperandRing {
       const uint32_t stage_index = c.step % kStages;
       unsigned char* const stage = stages_ + stage_index * kStageBytes;
       uint64_t* const landed = landed_ + stage_index;
-      detail::arrive_expecting(landed, kStageBytes);
-      detail::bulk_load(stage, c.plan.us, kUsBytes, landed);
-      detail::bulk_load(stage + kUsBytes, c.plan.v, Layout::kVStepBytes, landed);
+      detail::arrive_expecting(landed, 2 * c.plan.copy_bytes);
+      detail::bulk_load(stage, c.plan.us, c.plan.copy_bytes, landed);
+      detail::bulk_load(stage + kUsBytes, c.plan.v, c.plan.copy_bytes, landed);
       ++c.step;
       c.plan.us += kUsBytes;
       c.plan.v += Layout::kVStepBytes;
@@ -284,6 +292,7 @@ class OperandRing {
     const auto* operands = static_cast<const unsigned char*>(task.wgmma_operands);
     const Layout layout{shape_, task.rank_kept};
     p.slices = slices_for(task.rank);
+    p.copy_bytes = task.rank <= kHalfStepMaxRank ? Layout::kHalfStepBytes : kUsBytes;
     p.us = operands + layout.us_offset(0, at.row, 0);
     p.v = operands + layout.v_offset(0, at.col, 0);
     p.us_skip = static_cast<uint32_t>(layout.us_offset(1, at.row, 0) -
@@ -310,14 +319,20 @@ struct StageOperands {
   __device__ __forceinline__ explicit StageOperands(const unsigned char* stage0)
       : v_big(descriptor(stage0 + kUsBytes)), v_small(descriptor(stage0 + kUsBytes + kPartBytes)) {}
 
-  // The three wgmmas of one k-step from stage `stage` (small terms first, as tensor).
+  // The three wgmmas of one k-step from stage `stage` (small terms first, as tensor). With
+  // `first_half_only` (the step copied k 0-7 only) V's descriptors read k 0-7 again for k 8-15
+  // (leading byte offset 0): finite values, which meet US's zeros there, never the stage's
+  // older or uninitialised bytes.
   __device__ __forceinline__ void multiply(uint32_t stage, const UsFragment& us, bool accumulate,
+                                           bool first_half_only,
                                            detail::WgmmaAccumulators& acc) const {
+    constexpr uint64_t kLeadingField = uint64_t{0x3FFF} << 16;
+    const uint64_t keep = first_half_only ? ~kLeadingField : ~uint64_t{0};
     const uint64_t shift = uint64_t{stage} * (kStageBytes >> 4);
     detail::fence_wgmma_operands();
-    detail::wgmma_f16(acc, us.small, v_big + shift, accumulate);
-    detail::wgmma_f16(acc, us.big, v_small + shift, true);
-    detail::wgmma_f16(acc, us.big, v_big + shift, true);
+    detail::wgmma_f16(acc, us.small, (v_big & keep) + shift, accumulate);
+    detail::wgmma_f16(acc, us.big, (v_small & keep) + shift, true);
+    detail::wgmma_f16(acc, us.big, (v_big & keep) + shift, true);
     detail::commit_wgmma_group();
   }
 
@@ -379,6 +394,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
                                                                       tile_index.col);
     const uint32_t rank = task.rank;
     const uint32_t slices = slices_for(rank);
+    const bool first_half_only = rank <= kHalfStepMaxRank;  // as the ring copied it (TilePlan)
 
     // After the channel's last k-step: its accumulators rounded into the staging tile.
     const auto finish_channel = [&](uint32_t channel) {
@@ -404,7 +420,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     // done with the steps before the one just issued: thread 0 refills their stages), and the
     // next step's US is read into `next_us` once its stage has landed.
     const auto run_step = [&](const UsFragment& us, UsFragment& next_us, bool refill) {
-      operands.multiply(at.stage, us, at.slice != 0, acc);
+      operands.multiply(at.stage, us, at.slice != 0, first_half_only, acc);
       const uint32_t channel = at.channel;
       at.template advance<kStages>(slices);
       if (at.slice == 0) {  // this was the channel's last step

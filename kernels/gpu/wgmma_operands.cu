@@ -25,7 +25,8 @@ static_assert(Layout::kUsStepBytes == kThreads * kUsValuesPerThread * sizeof(flo
 
 // One thread per value of a US block: thread T of the kernel, its value i (wgmma_f16's
 // register-A layout: warp w of warpgroup h holds rows 64 h + 16 w + g and + 8, k 2t, 2t + 1,
-// 2t + 8 and 2t + 9, with g = lane / 4, t = lane % 4), times `scale` (a power of two: exact).
+// 2t + 8 and 2t + 9, with g = lane / 4, t = lane % 4; value i in register i / 2), times `scale`
+// (a power of two: exact). Values 0-3 (k < 8) go to the block's first half, 4-7 to its second.
 __global__ void write_us_operands_kernel(const float* __restrict__ us, Layout layout, float scale,
                                          std::size_t values, unsigned char* __restrict__ out) {
   const std::size_t index = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
@@ -45,7 +46,9 @@ __global__ void write_us_operands_kernel(const float* __restrict__ us, Layout la
   const std::size_t source = (std::size_t{channel} * layout.rank_kept + k) * height + row;
   const float value = row < height && k < layout.rank_kept ? scale * us[source] : 0.0F;
   auto* const us_block = reinterpret_cast<float*>(out + layout.us_offset(channel, tile, step));
-  us_block[thread * kUsValuesPerThread + i] = value;
+  constexpr uint32_t kHalfValues = kUsValuesPerThread / 2;
+  constexpr uint32_t kHalfFloats = Layout::kHalfStepBytes / sizeof(float);
+  us_block[i / kHalfValues * kHalfFloats + thread * kHalfValues + i % kHalfValues] = value;
 }
 
 // One thread per (channel, column, k) of the V blocks, writing both parts of the value times
@@ -68,15 +71,15 @@ __global__ void write_v_operands_kernel(const float* __restrict__ v, Layout layo
   // FP16 big and small parts (the small one the big one's rounding error).
   const __half big = __float2half_rn(value);
   const __half small = __float2half_rn(value - __half2float(big));
-  // K-major core matrices of 8 columns x 8 halves of k (128 bytes); the next 8 values of k a
-  // core matrix further, the next 8 columns two.
+  // K-major core matrices of 8 columns x 8 values of k (128 bytes), the next 8 columns a core
+  // matrix further; k 8-15 in the block's second half.
   const uint32_t k_in_step = k % Layout::kDepth;
-  const uint32_t offset = column_in_tile / 8 * detail::kKStepStrideBytes +
-                          k_in_step / 8 * detail::kKStepLeadingBytes + column_in_tile % 8 * 16 +
-                          k_in_step % 8 * sizeof(__half);
+  const std::size_t offset = k_in_step / 8 * Layout::kHalfStepBytes +
+                             column_in_tile / 8 * detail::kCoreMatrixBytes +
+                             column_in_tile % 8 * 16 + k_in_step % 8 * sizeof(__half);
   unsigned char* const block = out + layout.v_offset(channel, tile, k / Layout::kDepth);
   *reinterpret_cast<__half*>(block + offset) = big;
-  *reinterpret_cast<__half*>(block + Layout::kVStepBytes / 2 + offset) = small;
+  *reinterpret_cast<__half*>(block + Layout::kVPartBytes + offset) = small;
 }
 
 unsigned blocks_for(std::size_t values) {

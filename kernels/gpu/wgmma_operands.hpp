@@ -7,10 +7,16 @@
 // contiguous block, so that a block of the kernel fetches a step's operands with two bulk copies
 // (the copy engine: no thread loads, as far ahead as its shared memory allows):
 //  - US blocks (8 KiB): FP32, scaled by 2^-e, in the order the threads hold them in wgmma's
-//    register-A layout (thread T's 8 values at byte 32 T; wgmma.cuh, wgmma_f16), so each thread
-//    reads its fragment with two 16-byte shared loads and splits it into FP16 parts itself;
+//    register-A layout (wgmma.cuh, wgmma_f16), so each thread reads its fragment with two 16-byte
+//    shared loads and splits it into FP16 parts itself;
 //  - V blocks (8 KiB): scaled by 2^e and split once into FP16 big and small parts, each part in
-//    wgmma's K-major core-matrix layout (wgmma.cuh), the big part first.
+//    wgmma's K-major core-matrix layout (wgmma.cuh).
+// Each block holds its k-step in two halves of 4 KiB, k 0-7 then k 8-15, so that a tile of rank
+// 8 or less copies the first halves only (kHalfStepBytes):
+//  - US half h: thread T's 4 values of k 8h + 2t and 8h + 2t + 1 (rows g and g + 8) at byte
+//    16 T (its registers a[2h] and a[2h + 1]);
+//  - V half h: the big part's core matrices (8 columns x 8 values of k, 128 bytes; column group
+//    c at byte 128 c), then the small part's (kVPartBytes further).
 // All US blocks come first, [channel][row tile][k-step], then the V blocks, [channel][column
 // tile][k-step]. Rows and columns past the image and k past rank_kept are zero. Size: US's bytes
 // plus V's (two FP16 parts), rounded up to whole tiles and k-steps.
@@ -36,6 +42,8 @@ struct WgmmaOperandLayout {
   static constexpr uint32_t kDepth = 16;  // values of k in one k-step (FP16 wgmma: k16)
   static constexpr std::size_t kUsStepBytes = std::size_t{kTile} * kDepth * sizeof(float);
   static constexpr std::size_t kVStepBytes = std::size_t{kTile} * kDepth * 2 * sizeof(uint16_t);
+  static constexpr std::size_t kHalfStepBytes = kUsStepBytes / 2;  // US's or V's, k 0-7 or 8-15
+  static constexpr std::size_t kVPartBytes = kHalfStepBytes / 2;    // one part of a V half
 
   ImageShape shape;
   uint32_t rank_kept = 0;
