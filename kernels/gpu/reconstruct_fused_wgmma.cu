@@ -72,6 +72,8 @@ constexpr uint32_t kStageBytes = kUsBytes + Layout::kVStepBytes;
 static_assert(kStageBytes % kStoreBytes == 0);  // the staging tile after the stages: aligned
 
 constexpr int kMinBlocksPerSm = 2;
+// A launch whose ranks are all 8 or less needs k 0-7 of each step only.
+constexpr uint32_t kHalfStepMaxRank = Layout::kDepth / 2;
 constexpr uint32_t kLoopOverTilesFromRank = 32;
 
 template <uint32_t kChannels>
@@ -86,7 +88,7 @@ constexpr uint32_t kMaxStages = 6;
 
 // Shared memory: the stages, the staging tile, the stages' barriers, then thread 0's place in
 // the stream (OperandRing::FillCursor).
-constexpr std::size_t kFillCursorBytes = 64;  // OperandRing::FillCursor, 8-byte aligned
+constexpr std::size_t kFillCursorBytes = 48;  // OperandRing::FillCursor, 8-byte aligned
 template <uint32_t kChannels>
 constexpr std::size_t shared_bytes_with(uint32_t stages) {
   return std::size_t{stages} * kStageBytes + std::size_t{kTile} * pitch<kChannels>() +
@@ -126,8 +128,6 @@ constexpr uint32_t kRegistersPerThread = 4;  // two halves each
 // second half, the next 8 columns a core matrix further.
 constexpr uint32_t kLeadingBytes = Layout::kHalfStepBytes;
 constexpr uint32_t kStrideBytes = detail::kCoreMatrixBytes;
-// A tile of rank 8 or less needs k 0-7 only: its steps copy the blocks' first halves.
-constexpr uint32_t kHalfStepMaxRank = kDepth / 2;
 static_assert(kUsBytes == Layout::kVStepBytes);  // one copy size serves both operands
 
 // This thread's US operand of one k-step, split: its 8 values in the register-A layout
@@ -210,8 +210,7 @@ struct TilePlan {
   uint32_t us_skip;
   uint32_t v_skip;
   uint32_t slices;
-  uint32_t copy_bytes;  // of each operand a step: the whole block, or its first half (rank <= 8)
-  uint32_t tile;        // tiles: none
+  uint32_t tile;  // tiles: none
 };
 
 // The ring the operands stream through. Thread 0 fills a stage with two bulk copies (its
@@ -222,7 +221,9 @@ struct TilePlan {
 // or looking the task up at every copy, made the kernel slower), so it is kept to a few shared
 // loads: thread 0's place in the stream lives in shared memory (FillCursor), with the tile's
 // copy addresses, worked out once per tile (TilePlan).
-template <uint32_t kStages>
+// kFirstHalves: every task's rank is 8 or less, so each step copies its blocks' first halves
+// (k 0-7) only.
+template <uint32_t kStages, bool kFirstHalves>
 class OperandRing {
  public:
   struct FillCursor {
@@ -257,9 +258,10 @@ class OperandRing {
       const uint32_t stage_index = c.step % kStages;
       unsigned char* const stage = stages_ + stage_index * kStageBytes;
       uint64_t* const landed = landed_ + stage_index;
-      detail::arrive_expecting(landed, 2 * c.plan.copy_bytes);
-      detail::bulk_load(stage, c.plan.us, c.plan.copy_bytes, landed);
-      detail::bulk_load(stage + kUsBytes, c.plan.v, c.plan.copy_bytes, landed);
+      constexpr uint32_t kCopyBytes = kFirstHalves ? Layout::kHalfStepBytes : kUsBytes;
+      detail::arrive_expecting(landed, 2 * kCopyBytes);
+      detail::bulk_load(stage, c.plan.us, kCopyBytes, landed);
+      detail::bulk_load(stage + kUsBytes, c.plan.v, kCopyBytes, landed);
       ++c.step;
       c.plan.us += kUsBytes;
       c.plan.v += Layout::kVStepBytes;
@@ -292,7 +294,6 @@ class OperandRing {
     const auto* operands = static_cast<const unsigned char*>(task.wgmma_operands);
     const Layout layout{shape_, task.rank_kept};
     p.slices = slices_for(task.rank);
-    p.copy_bytes = task.rank <= kHalfStepMaxRank ? Layout::kHalfStepBytes : kUsBytes;
     p.us = operands + layout.us_offset(0, at.row, 0);
     p.v = operands + layout.v_offset(0, at.col, 0);
     p.us_skip = static_cast<uint32_t>(layout.us_offset(1, at.row, 0) -
@@ -311,7 +312,10 @@ class OperandRing {
 };
 
 // The descriptors of V's parts in stage 0; stage s's are kStageBytes * s further (the start
-// address is the descriptor's low field, in 16-byte units).
+// address is the descriptor's low field, in 16-byte units). With kFirstHalves (the steps copied
+// k 0-7 only) they read k 0-7 again for k 8-15 (leading byte offset 0): finite values, which meet
+// US's zeros there, never a stage's older or uninitialised bytes.
+template <bool kFirstHalves>
 struct StageOperands {
   uint64_t v_big;
   uint64_t v_small;
@@ -319,32 +323,27 @@ struct StageOperands {
   __device__ __forceinline__ explicit StageOperands(const unsigned char* stage0)
       : v_big(descriptor(stage0 + kUsBytes)), v_small(descriptor(stage0 + kUsBytes + kPartBytes)) {}
 
-  // The three wgmmas of one k-step from stage `stage` (small terms first, as tensor). With
-  // `first_half_only` (the step copied k 0-7 only) V's descriptors read k 0-7 again for k 8-15
-  // (leading byte offset 0): finite values, which meet US's zeros there, never the stage's
-  // older or uninitialised bytes.
+  // The three wgmmas of one k-step from stage `stage` (small terms first, as tensor).
   __device__ __forceinline__ void multiply(uint32_t stage, const UsFragment& us, bool accumulate,
-                                           bool first_half_only,
                                            detail::WgmmaAccumulators& acc) const {
-    constexpr uint64_t kLeadingField = uint64_t{0x3FFF} << 16;
-    const uint64_t keep = first_half_only ? ~kLeadingField : ~uint64_t{0};
     const uint64_t shift = uint64_t{stage} * (kStageBytes >> 4);
     detail::fence_wgmma_operands();
-    detail::wgmma_f16(acc, us.small, (v_big & keep) + shift, accumulate);
-    detail::wgmma_f16(acc, us.big, (v_small & keep) + shift, true);
-    detail::wgmma_f16(acc, us.big, (v_big & keep) + shift, true);
+    detail::wgmma_f16(acc, us.small, v_big + shift, accumulate);
+    detail::wgmma_f16(acc, us.big, v_small + shift, true);
+    detail::wgmma_f16(acc, us.big, v_big + shift, true);
     detail::commit_wgmma_group();
   }
 
  private:
   __device__ __forceinline__ static uint64_t descriptor(const unsigned char* part) {
-    return detail::wgmma_descriptor(part, kLeadingBytes, kStrideBytes);
+    return detail::wgmma_descriptor(part, kFirstHalves ? 0 : kLeadingBytes, kStrideBytes);
   }
 };
 
 #endif  // SVDSERVE_HAS_WGMMA
 
-template <uint32_t kChannels>
+// kFirstHalves: every task's rank is 8 or less (OperandRing, StageOperands).
+template <uint32_t kChannels, bool kFirstHalves>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     fused_reconstruct_wgmma_kernel(const ReconstructTask* __restrict__ tasks, uint32_t tiles,
                                    uint32_t height, uint32_t width) {
@@ -356,7 +355,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   // covers the reads of the two steps up to the next one.
   constexpr bool kRefillEveryStep = kStages < 5;
   static_assert(kRefillEveryStep || kStages >= 4);
-  using Ring = OperandRing<kStages>;
+  using Ring = OperandRing<kStages, kFirstHalves>;
   static_assert(sizeof(typename Ring::FillCursor) <= kFillCursorBytes);
   extern __shared__ __align__(128) unsigned char shared[];
   unsigned char* const staging = shared + std::size_t{kStages} * kStageBytes;
@@ -374,7 +373,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   const uint32_t row_tiles = (height + kTile - 1) / kTile;
   const uint32_t col_tiles = (width + kTile - 1) / kTile;
 
-  const StageOperands operands(shared);
+  const StageOperands<kFirstHalves> operands(shared);
   Ring ring(shared, barriers, fill_cursor, tasks, tiles, {width, height, kChannels});
   if (threadIdx.x == 0) ring.start();
   __syncthreads();  // the barriers are initialised
@@ -394,7 +393,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
                                                                       tile_index.col);
     const uint32_t rank = task.rank;
     const uint32_t slices = slices_for(rank);
-    const bool first_half_only = rank <= kHalfStepMaxRank;  // as the ring copied it (TilePlan)
 
     // After the channel's last k-step: its accumulators rounded into the staging tile.
     const auto finish_channel = [&](uint32_t channel) {
@@ -420,7 +418,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     // done with the steps before the one just issued: thread 0 refills their stages), and the
     // next step's US is read into `next_us` once its stage has landed.
     const auto run_step = [&](const UsFragment& us, UsFragment& next_us, bool refill) {
-      operands.multiply(at.stage, us, at.slice != 0, first_half_only, acc);
+      operands.multiply(at.stage, us, at.slice != 0, acc);
       const uint32_t channel = at.channel;
       at.template advance<kStages>(slices);
       if (at.slice == 0) {  // this was the channel's last step
@@ -535,9 +533,14 @@ void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
     SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     blocks = std::min(tiles, static_cast<uint32_t>(kMinBlocksPerSm * sms));
   }
+  // Up to rank 8 the steps copy k 0-7 only (wgmma_operands.hpp): 0.99-1.04x of session 13's TF32
+  // kernel at ranks 2-8 instead of 0.85-0.94x with whole steps (docs/PERFORMANCE.md, session 14).
+  // A kernel of its own, so that its copy sizes and descriptors stay constants in the loop.
+  const bool first_halves = max_rank <= kHalfStepMaxRank;
   dispatch_channels(shape.channels, [&](auto channels) {
     constexpr uint32_t kChannels = decltype(channels)::value;
-    const auto kernel = fused_reconstruct_wgmma_kernel<kChannels>;
+    const auto kernel = first_halves ? fused_reconstruct_wgmma_kernel<kChannels, true>
+                                     : fused_reconstruct_wgmma_kernel<kChannels, false>;
     SVDSERVE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(shared_bytes<kChannels>())));
     kernel<<<blocks, kThreads, shared_bytes<kChannels>(), stream.value()>>>(
