@@ -25,8 +25,8 @@
 // long as two blocks per SM allow: 5 stages of 16 KiB with 1 channel, 4 with 2, 3 with 3, 2 with
 // 4). The staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
 //
-// Measured on the H100 (docs/PERFORMANCE.md): FP16 instead of TF32 (session 14) 1.22-1.27x
-// faster at k = 64, 1.33-1.47x at 256; the copy engine's ring (sessions 8 and 9) 1.06-1.19x faster
+// Measured on the H100 (docs/PERFORMANCE.md): FP16 instead of TF32 (session 14) 1.23-1.32x
+// faster at k = 64, 1.35-1.50x at 256; the copy engine's ring (sessions 8 and 9) 1.06-1.19x faster
 // than session 7's kernel at k = 16, 1.24-1.38x from k = 64. That one loaded the factors from
 // their canonical layout into registers and split V into shared memory itself, with a proxy fence
 // per k-step (on sm_90 a MEMBAR, which also waits for the loads in flight).
@@ -533,7 +533,7 @@ void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
     SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     blocks = std::min(tiles, static_cast<uint32_t>(kMinBlocksPerSm * sms));
   }
-  // Up to rank 8 the steps copy k 0-7 only (wgmma_operands.hpp): 0.99-1.04x of session 13's TF32
+  // Up to rank 8 the steps copy k 0-7 only (wgmma_operands.hpp): 0.99-1.05x of session 13's TF32
   // kernel at ranks 2-8 instead of 0.85-0.94x with whole steps (docs/PERFORMANCE.md, session 14).
   // A kernel of its own, so that its copy sizes and descriptors stay constants in the loop.
   const bool first_halves = max_rank <= kHalfStepMaxRank;
