@@ -37,7 +37,6 @@
 // refills split between two threads (1.07x slower).
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -119,6 +118,7 @@ static_assert(shared_bytes<1>() < (1U << 18) && shared_bytes<2>() < (1U << 18) &
 #if SVDSERVE_HAS_WGMMA
 
 constexpr uint32_t kDepth = Layout::kDepth;  // values of k a step: FP16 wgmma's k16
+static_assert(kDepth == detail::kWgmmaF16Depth);
 
 constexpr uint32_t kWarpSize = 32;
 constexpr uint32_t kPartBytes = Layout::kVPartBytes;  // the small part after the big one
@@ -151,12 +151,9 @@ struct UsFragment {
     }
 #pragma unroll
     for (uint32_t r = 0; r < kRegistersPerThread; ++r) {
-      const __half2 big_part = __floats2half2_rn(values[2 * r], values[2 * r + 1]);
-      const float2 big_value = __half22float2(big_part);
-      const __half2 small_part =
-          __floats2half2_rn(values[2 * r] - big_value.x, values[2 * r + 1] - big_value.y);
-      big[r] = *reinterpret_cast<const uint32_t*>(&big_part);
-      small[r] = *reinterpret_cast<const uint32_t*>(&small_part);
+      const detail::SplitF16x2 parts = detail::split_f16x2(values[2 * r], values[2 * r + 1]);
+      big[r] = parts.big;
+      small[r] = parts.small;
     }
   }
 };

@@ -21,6 +21,7 @@
 // offset). One k-step is 32 bytes of a row in both arithmetics (k8 TF32, k16 FP16), so both use
 // the same layout and offsets.
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -59,6 +60,21 @@ inline constexpr double kWgmmaF16Flops = 2.0 * kWgmmaRows * kWgmmaCols * kWgmmaF
   constexpr uint32_t kFieldMask = 0x3FFF;
   return uint64_t{(address >> 4) & kFieldMask} | uint64_t{(leading_bytes >> 4) & kFieldMask} << 16 |
          uint64_t{(stride_bytes >> 4) & kFieldMask} << 32;
+}
+
+// Two values split for the three-product FP16 arithmetic: each into its FP16 (the big part) and
+// the FP16 of what that leaves (the small part), packed two to a 32-bit word, the first value in
+// the low half (wgmma_f16's register-A layout; the operand writer stores the halves apart).
+struct SplitF16x2 {
+  uint32_t big;
+  uint32_t small;
+};
+
+[[nodiscard]] __device__ __forceinline__ SplitF16x2 split_f16x2(float first, float second) {
+  const __half2 big = __floats2half2_rn(first, second);
+  const float2 big_value = __half22float2(big);
+  const __half2 small = __floats2half2_rn(first - big_value.x, second - big_value.y);
+  return {*reinterpret_cast<const uint32_t*>(&big), *reinterpret_cast<const uint32_t*>(&small)};
 }
 
 #if SVDSERVE_HAS_WGMMA

@@ -1,6 +1,5 @@
 #include "kernels/gpu/wgmma_operands.hpp"
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -68,18 +67,19 @@ __global__ void write_v_operands_kernel(const float* __restrict__ v, Layout layo
   const uint32_t width = layout.shape.width;
   const std::size_t source = (std::size_t{channel} * layout.rank_kept + k) * width + column;
   const float value = column < width && k < layout.rank_kept ? scale * v[source] : 0.0F;
-  // FP16 big and small parts (the small one the big one's rounding error).
-  const __half big = __float2half_rn(value);
-  const __half small = __float2half_rn(value - __half2float(big));
+  // Its FP16 big and small parts: the low halves of the kernel's split (wgmma.cuh).
+  const detail::SplitF16x2 parts = detail::split_f16x2(value, 0.0F);
+  const auto big = static_cast<uint16_t>(parts.big);
+  const auto small = static_cast<uint16_t>(parts.small);
   // K-major core matrices of 8 columns x 8 values of k (128 bytes), the next 8 columns a core
   // matrix further; k 8-15 in the block's second half.
   const uint32_t k_in_step = k % Layout::kDepth;
   const std::size_t offset = k_in_step / 8 * Layout::kHalfStepBytes +
                              column_in_tile / 8 * detail::kCoreMatrixBytes +
-                             column_in_tile % 8 * 16 + k_in_step % 8 * sizeof(__half);
+                             column_in_tile % 8 * 16 + k_in_step % 8 * sizeof(uint16_t);
   unsigned char* const block = out + layout.v_offset(channel, tile, k / Layout::kDepth);
-  *reinterpret_cast<__half*>(block + offset) = big;
-  *reinterpret_cast<__half*>(block + Layout::kVPartBytes + offset) = small;
+  *reinterpret_cast<uint16_t*>(block + offset) = big;
+  *reinterpret_cast<uint16_t*>(block + Layout::kVPartBytes + offset) = small;
 }
 
 unsigned blocks_for(std::size_t values) {
