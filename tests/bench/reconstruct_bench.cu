@@ -260,21 +260,39 @@ __device__ __forceinline__ uint32_t peak_operand(uint32_t index, PeakOperands ki
 
 #endif
 
-// Each warpgroup keeps the tensor cores fed: groups of 4 wgmmas into its accumulators, waiting
-// only for the group before the last.
+// What the peak kernel issues: wgmmas only, groups of 4 from shared memory (the peak); or the
+// wgmma variant's loop without what feeds it (no ring, copies, barriers or epilogue): per k-step
+// three FP16 wgmmas with A in registers, which each thread re-reads from shared memory (two
+// 16-byte loads) and splits into FP16 parts for the next step once the step before is done.
+enum class WgmmaPattern { peak, kernel_loop };
+
+template <WgmmaPattern kPattern>
+constexpr uint32_t kWgmmasPerIteration = kPattern == WgmmaPattern::peak ? kWgmmasPerGroup : 3;
+
+// Each warpgroup keeps the tensor cores fed: a group of wgmmas per iteration into its
+// accumulators, waiting only for the group before the last.
 // One k-step is 32 bytes of a row in both arithmetics, so the operands and descriptors are the
 // same; only the instruction and its FLOPs differ.
-template <WgmmaArithmetic kArithmetic>
+template <WgmmaArithmetic kArithmetic, WgmmaPattern kPattern>
 __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict__ out,
                                                               uint32_t iterations,
                                                               PeakOperands kind,
                                                               ClockSample* clock) {
 #if SVDSERVE_HAS_WGMMA
+  static_assert(kPattern == WgmmaPattern::peak || kArithmetic == WgmmaArithmetic::f16);
   constexpr uint32_t kOperandWords =
       (gpu::detail::kWgmmaRows + gpu::detail::kWgmmaCols) * gpu::detail::kWgmmaDepth;
   __shared__ __align__(128) uint32_t operands[kOperandWords];
+  // kernel_loop: two steps of US, 8 FP32 values a thread each, as the variant's stages hold them
+  // (the peak pattern leaves them unused).
+  constexpr bool kLoop = kPattern == WgmmaPattern::kernel_loop;
+  constexpr uint32_t kUsValues = 8;
+  __shared__ __align__(128) float us[kLoop ? 2 : 1][kLoop ? kUsValues * kThreads : 1];
   for (uint32_t i = threadIdx.x; i < kOperandWords; i += blockDim.x) {
     operands[i] = peak_operand(i, kind, kArithmetic);
+  }
+  for (uint32_t i = threadIdx.x; kLoop && i < 2 * kUsValues * kThreads; i += blockDim.x) {
+    (&us[0][0])[i] = __uint_as_float(peak_operand(i, kind, WgmmaArithmetic::tf32));
   }
   gpu::detail::fence_shared_for_wgmma();
   __syncthreads();
@@ -285,19 +303,54 @@ __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict_
   const uint64_t b = gpu::detail::wgmma_descriptor(
       operands + gpu::detail::kWgmmaRows * gpu::detail::kWgmmaDepth, kLeading, kStride);
   gpu::detail::WgmmaAccumulators acc = {};
+  if constexpr (kPattern == WgmmaPattern::peak) {
 #pragma unroll 1
-  for (uint32_t it = 0; it < iterations; ++it) {
-    gpu::detail::fence_wgmma_operands();
+    for (uint32_t it = 0; it < iterations; ++it) {
+      gpu::detail::fence_wgmma_operands();
 #pragma unroll
-    for (uint32_t w = 0; w < kWgmmasPerGroup; ++w) {
-      if constexpr (kArithmetic == WgmmaArithmetic::f16) {
-        gpu::detail::wgmma_f16(acc, a, b, true);
-      } else {
-        gpu::detail::wgmma_tf32(acc, a, b, true);
+      for (uint32_t w = 0; w < kWgmmasPerGroup; ++w) {
+        if constexpr (kArithmetic == WgmmaArithmetic::f16) {
+          gpu::detail::wgmma_f16(acc, a, b, true);
+        } else {
+          gpu::detail::wgmma_tf32(acc, a, b, true);
+        }
       }
+      gpu::detail::commit_wgmma_group();
+      gpu::detail::wait_wgmma<1>();
     }
-    gpu::detail::commit_wgmma_group();
-    gpu::detail::wait_wgmma<1>();
+  } else {
+    // Register set s holds step s's US (steps alternate between the two, as in the variant).
+    uint32_t big[2][4];
+    uint32_t small[2][4];
+    const auto read_us = [&](uint32_t s) {
+      const float4 lo = reinterpret_cast<const float4*>(us[s])[threadIdx.x];
+      const float4 hi = reinterpret_cast<const float4*>(us[s])[kThreads + threadIdx.x];
+      const float values[kUsValues] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+      for (uint32_t r = 0; r < 4; ++r) {
+        const gpu::detail::SplitF16x2 parts =
+            gpu::detail::split_f16x2(values[2 * r], values[2 * r + 1]);
+        big[s][r] = parts.big;
+        small[s][r] = parts.small;
+      }
+    };
+    // V's two parts: b, and the 4 KiB from a (in the operands; FP16 values as well).
+    const auto step = [&](uint32_t s) {
+      gpu::detail::fence_wgmma_operands();
+      gpu::detail::wgmma_f16(acc, small[s], b, true);
+      gpu::detail::wgmma_f16(acc, big[s], a, true);
+      gpu::detail::wgmma_f16(acc, big[s], b, true);
+      gpu::detail::commit_wgmma_group();
+      gpu::detail::wait_wgmma<1>();
+      read_us(s ^ 1U);  // the other set's step is done: the step after this one
+    };
+    read_us(0);
+    read_us(1);
+#pragma unroll 1
+    for (uint32_t it = 0; it < iterations; it += 2) {
+      step(0);
+      step(1);
+    }
   }
   gpu::detail::wait_wgmma<0>();
   gpu::detail::pin_accumulators(acc);
@@ -320,7 +373,7 @@ struct Peak {
 };
 
 // 0 where the device cannot run the wgmma variant.
-template <WgmmaArithmetic kArithmetic>
+template <WgmmaArithmetic kArithmetic, WgmmaPattern kPattern = WgmmaPattern::peak>
 Peak wgmma_peak(gpu::StreamView stream, int sms, PeakOperands kind) {
   if (!gpu::fused_wgmma_supported()) return {};
   constexpr uint32_t kIterations = 1U << 14;
@@ -330,13 +383,13 @@ Peak wgmma_peak(gpu::StreamView stream, int sms, PeakOperands kind) {
   gpu::DeviceBuffer clock(sizeof(ClockSample));
   const gpu::Event start(true);
   const gpu::Event stop(true);
-  const double wgmmas =
-      double{kWgmmasPerGroup} * kIterations * blocks * (kThreads / gpu::detail::kWarpgroupThreads);
+  const double wgmmas = double{kWgmmasPerIteration<kPattern>} * kIterations * blocks *
+                        (kThreads / gpu::detail::kWarpgroupThreads);
   Peak peak;
   for (int run = -1; run < kRuns; ++run) {
     SVDSERVE_CUDA_CHECK(cudaMemsetAsync(clock.data(), 0, sizeof(ClockSample), stream.value()));
     start.record(stream);
-    wgmma_peak_kernel<kArithmetic><<<blocks, kThreads, 0, stream.value()>>>(
+    wgmma_peak_kernel<kArithmetic, kPattern><<<blocks, kThreads, 0, stream.value()>>>(
         out.as<float>(), kIterations, kind, clock.as<ClockSample>());
     SVDSERVE_CUDA_CHECK(cudaGetLastError());
     stop.record(stream);
@@ -518,6 +571,9 @@ struct Limits {
   Peak f16_wgmma_random;   // the same on random operands (PeakOperands)
   Peak tf32_wgmma;         // for comparison with sessions 6-13, whose wgmma ran TF32
   Peak tf32_wgmma_random;
+  // Not a floor: the wgmma variant's loop alone (WgmmaPattern::kernel_loop), on random operands
+  // like the factors; how much of the distance to the floor its instructions account for.
+  Peak f16_wgmma_kernel_loop;
   double sgemm_tflops = 0;
 
   // wgmma's floor runs at the higher of its arithmetic's two peaks, since the chip reached it. In
@@ -800,6 +856,8 @@ void write_json(const std::string& path, const std::string& device, const Limits
        << ", \"tf32_wgmma_peak_sm_ghz\": " << limits.tf32_wgmma.sm_ghz
        << ", \"tf32_wgmma_random_tflops\": " << limits.tf32_wgmma_random.tflops
        << ", \"tf32_wgmma_random_sm_ghz\": " << limits.tf32_wgmma_random.sm_ghz
+       << ", \"f16_wgmma_kernel_loop_tflops\": " << limits.f16_wgmma_kernel_loop.tflops
+       << ", \"f16_wgmma_kernel_loop_sm_ghz\": " << limits.f16_wgmma_kernel_loop.sm_ghz
        << ", \"wgmma_floor_tflops\": " << limits.wgmma_floor_tflops()
        << ", \"tensor_mmas_per_product\": " << kTensorMmasPerProduct
        << ", \"sgemm_tflops\": " << limits.sgemm_tflops << ", \"floor_target\": " << kFloorTarget
@@ -890,6 +948,8 @@ int run(const Options& options) {
   limits.f16_wgmma_random = wgmma_peak<f16>(stream.view(), sms, PeakOperands::random);
   limits.tf32_wgmma = wgmma_peak<tf32>(stream.view(), sms, PeakOperands::constant);
   limits.tf32_wgmma_random = wgmma_peak<tf32>(stream.view(), sms, PeakOperands::random);
+  limits.f16_wgmma_kernel_loop =
+      wgmma_peak<f16, WgmmaPattern::kernel_loop>(stream.view(), sms, PeakOperands::random);
   limits.sgemm_tflops = sgemm_tflops(stream.view(), options.quick);
   std::printf("D2D bandwidth (read + write): %.1f GB/s\n", limits.d2d_gb_per_s);
   std::printf("memset (write only):          %.1f GB/s (a write-only kernel at best %.0f%% of a "
@@ -908,6 +968,9 @@ int run(const Options& options) {
                 limits.tf32_wgmma.tflops, limits.tf32_wgmma.sm_ghz);
     std::printf("TF32 wgmma, random operands:   %.2f TFLOP/s, SM clock %.3f GHz\n",
                 limits.tf32_wgmma_random.tflops, limits.tf32_wgmma_random.sm_ghz);
+    std::printf("FP16 wgmma, the wgmma variant's loop alone (random operands, not a floor): "
+                "%.2f TFLOP/s, SM clock %.3f GHz\n",
+                limits.f16_wgmma_kernel_loop.tflops, limits.f16_wgmma_kernel_loop.sm_ghz);
     std::printf("wgmma's floor:                 %.0f FP16 MMAs per product at %.2f TFLOP/s (the "
                 "higher FP16 peak; %%fl_wg32: at the TF32 one, sessions 6-13's floor)\n",
                 kTensorMmasPerProduct, limits.wgmma_floor_tflops());
