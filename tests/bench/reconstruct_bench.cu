@@ -14,6 +14,9 @@
 //     the operands' data does not change the limit: on the H100 it does not); the floor takes
 //     the higher of the two. The same for TF32 (m64n128k8), the variant's arithmetic in sessions
 //     6-13: the %fl_wg32 column holds wgmma's time against that floor, for comparison;
+//   - not a floor: the wgmma variant's loop alone on random operands (three register-A FP16
+//     wgmmas a step, US re-read and split every step; no ring, barriers or epilogue), which says
+//     how much of the variant's distance to its floor the loop's own instructions account for;
 //   - per shape x rank, for each fused variant and the cuBLAS path: time per batch (CUDA events,
 //     median after warm-up), bytes moved (factor columns read + output written, once each),
 //     FLOPs (2 h w k c), floor = max(bytes / D2D bandwidth, FLOPs / FMA peak), % of floor
