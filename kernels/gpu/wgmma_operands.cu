@@ -9,7 +9,6 @@
 
 #include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
-#include "kernels/gpu/tf32_mma.cuh"
 #include "kernels/gpu/wgmma.cuh"
 
 namespace svdserve::gpu {

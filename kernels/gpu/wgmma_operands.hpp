@@ -71,7 +71,8 @@ struct WgmmaOperandLayout {
 [[nodiscard]] std::optional<int> wgmma_operand_exponent(double us_bound);
 
 // Throws InvalidArgument where one channel's blocks of a factor pass 4 GiB (width or height x
-// rank about 2^29 or more): the kernel steps between them with 32-bit offsets.
+// rank about 2^30 or more: 4 bytes a value in both factors): the kernel steps between them with
+// 32-bit offsets.
 void check_wgmma_operand_layout(const WgmmaOperandLayout& layout);
 
 // Writes the operands of one image (us, v: its canonical factors, reconstruct.hpp's layout) to
