@@ -17,6 +17,9 @@
 //   - not a floor: the wgmma variant's loop alone on random operands (three register-A FP16
 //     wgmmas a step, US re-read and split every step; no ring, barriers or epilogue), which says
 //     how much of the variant's distance to its floor the loop's own instructions account for;
+//   - not a floor: cuBLAS's FP16 GEMM (FP32 accumulation), square 8192^3, and per row at the wgmma
+//     variant's MMA shape, h x w x 3k per image and channel (f16_gemm_reference.hpp): how close
+//     the library's own GEMM on the variant's arithmetic comes to the MMA floor at that shape;
 //   - per shape x rank, for each fused variant and the cuBLAS path: time per batch (CUDA events,
 //     median after warm-up), bytes moved (factor columns read + output written, once each),
 //     FLOPs (2 h w k c), floor = max(bytes / D2D bandwidth, FLOPs / FMA peak), % of floor
@@ -47,6 +50,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,6 +63,7 @@
 #include "kernels/gpu/wgmma.cuh"
 #include "kernels/image.hpp"
 #include "kernels/pixel_rounding.hpp"
+#include "tests/bench/f16_gemm_reference.hpp"
 
 namespace {
 
@@ -75,6 +80,7 @@ constexpr FusedVariant kVariants[] = {FusedVariant::tile64, FusedVariant::tile12
                                       FusedVariant::rows, FusedVariant::tensor,
                                       FusedVariant::wgmma};
 constexpr double kTensorMmasPerProduct = 3;  // 3xTF32: big*big + big*small + small*big
+constexpr uint32_t kGemmDepthPerRank = 3;     // the same three products as one GEMM's depth
 constexpr std::size_t kVariantCount = std::size(kVariants);
 
 struct Options {
@@ -578,6 +584,7 @@ struct Limits {
   // like the factors; how much of the distance to the floor its instructions account for.
   Peak f16_wgmma_kernel_loop;
   double sgemm_tflops = 0;
+  double f16_gemm_tflops = 0;  // cuBLAS FP16 GEMM n^3, not a floor (0: no wgmma on this device)
 
   // wgmma's floor runs at the higher of its arithmetic's two peaks, since the chip reached it. In
   // every call of session 11 the constant-operand run (the first) read lower, at a lower clock
@@ -610,6 +617,9 @@ struct Row {
   double wgmma_ms = 0;      // 3 x FLOPs / the higher FP16 wgmma peak
   double tf32_wgmma_ms = 0;  // the same at the TF32 wgmma peak (sessions 6-13's floor)
   double cublas_ms = 0;
+  // cuBLAS's FP16 GEMM at the wgmma variant's MMA shape (f16_gemm_reference.hpp), not a floor;
+  // 0 where wgmma did not run.
+  double f16_gemm_ms = 0;
   FusedVariant chosen = FusedVariant::tile64;
   VariantResult variants[kVariantCount];
 
@@ -646,6 +656,15 @@ struct Row {
   [[nodiscard]] double cublas_percent_of_floor() const {
     return percent_of_floor(FusedVariant::tile64, cublas_ms);
   }
+  // cuBLAS's FP16 GEMM against the MMA floor alone (its C bytes are not the variant's), and the
+  // wgmma variant's speed against it: 0 where it did not run.
+  [[nodiscard]] double f16_gemm_percent_of_mma_floor() const {
+    return f16_gemm_ms > 0 ? 100.0 * wgmma_ms / f16_gemm_ms : 0;
+  }
+  [[nodiscard]] double wgmma_speedup_vs_f16_gemm() const {
+    const VariantResult& wgmma = result(FusedVariant::wgmma);
+    return f16_gemm_ms > 0 && wgmma.ran ? f16_gemm_ms / wgmma.ms : 0;
+  }
   [[nodiscard]] bool correct() const {
     const auto allowed = static_cast<unsigned long long>(
         kMaxDisagreement * static_cast<double>(batch) * static_cast<double>(shape.values()));
@@ -679,7 +698,12 @@ class ShapeRun {
         scratch_(shape.values() * sizeof(float)),
         tasks_device_(sizeof(ReconstructTask) * batch),
         operands_(operand_layout().bytes() * batch),
-        cublas_(stream) {
+        cublas_(stream),
+        f16_gemm_(gpu::fused_wgmma_supported()
+                      ? std::make_unique<bench::F16GemmBatch>(
+                            shape.height, shape.width, kGemmDepthPerRank * rank_kept,
+                            batch * shape.channels, stream)
+                      : nullptr) {
     constexpr unsigned kFillBlocks = 8192;
     fill_factors_kernel<<<kFillBlocks, kThreads, 0, stream.value()>>>(factors_.as<float>(),
                                                                       layout_, batch, 7);
@@ -745,6 +769,10 @@ class ShapeRun {
                 .differing == 0;
       }
     }
+    if (f16_gemm_ && row.result(FusedVariant::wgmma).ran) {
+      row.f16_gemm_ms = median(time_ms(
+          stream_, repeats, [&] { f16_gemm_->enqueue(kGemmDepthPerRank * rank); }));
+    }
     return row;
   }
 
@@ -782,6 +810,7 @@ class ShapeRun {
   gpu::DeviceBuffer tasks_device_;
   gpu::DeviceBuffer operands_;
   gpu::CublasHandle cublas_;
+  std::unique_ptr<bench::F16GemmBatch> f16_gemm_;  // null without wgmma
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -789,10 +818,10 @@ class ShapeRun {
 
 void print_header() {
   std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %10s %10s %10s %8s %7s %7s %7s %7s %7s "
-              "%7s %7s %6s %8s  %s\n",
+              "%7s %7s %6s %8s %10s %9s %6s  %s\n",
               "shape", "c", "batch", "rank", "floor_ms", "bound", "tile64_ms", "tile128_ms",
               "rows_ms", "tensor_ms", "wgmma_ms", "cublas_ms", "auto", "%floor", "%fl_t64",
-              "%fl_128", "%fl_row", "%fl_ten", "%fl_wg", "%fl_cub", "x_cub", "%fl_wg32",
+              "%fl_128", "%fl_row", "%fl_ten", "%fl_wg", "%fl_cub", "x_cub", "%fl_wg32", "f16gemm_ms", "%mma_f16g", "x_f16g",
               "check (max diff, differing vs cuBLAS: t64; t128; rows; tensor; wgmma; FP32 "
               "variants identical)");
 }
@@ -832,14 +861,14 @@ void print_row(const Row& r) {
     percents += field;
     checks += difference_cell(vr) + "; ";
   }
-  std::printf("%-10s %2u %5u %4u %8.3f %5s%s %10.3f %8s %6.1f%%%s %6.1f%% %6.2f %7.1f%%  %s "
-              "(%s%s)\n",
+  std::printf("%-10s %2u %5u %4u %8.3f %5s%s %10.3f %8s %6.1f%%%s %6.1f%% %6.2f %7.1f%% %10.3f "
+              "%8.1f%% %6.2f  %s (%s%s)\n",
               shape.c_str(), r.shape.channels, r.batch, r.rank, r.floor_ms(r.chosen),
               bound_name(r, r.chosen), times.c_str(), r.cublas_ms,
               gpu::fused_variant_name(r.chosen), r.auto_percent_of_floor(), percents.c_str(),
               r.cublas_percent_of_floor(), r.cublas_ms / r.automatic().ms,
-              r.wgmma_percent_of_tf32_floor(),
-              r.correct() ? "PASS" : "FAIL", checks.c_str(), identical ? "yes" : "NO");
+              r.wgmma_percent_of_tf32_floor(), r.f16_gemm_ms, r.f16_gemm_percent_of_mma_floor(),
+              r.wgmma_speedup_vs_f16_gemm(), r.correct() ? "PASS" : "FAIL", checks.c_str(), identical ? "yes" : "NO");
 }
 
 void write_json(const std::string& path, const std::string& device, const Limits& limits,
@@ -863,7 +892,8 @@ void write_json(const std::string& path, const std::string& device, const Limits
        << ", \"f16_wgmma_kernel_loop_sm_ghz\": " << limits.f16_wgmma_kernel_loop.sm_ghz
        << ", \"wgmma_floor_tflops\": " << limits.wgmma_floor_tflops()
        << ", \"tensor_mmas_per_product\": " << kTensorMmasPerProduct
-       << ", \"sgemm_tflops\": " << limits.sgemm_tflops << ", \"floor_target\": " << kFloorTarget
+       << ", \"sgemm_tflops\": " << limits.sgemm_tflops
+       << ", \"f16_gemm_tflops\": " << limits.f16_gemm_tflops << ", \"floor_target\": " << kFloorTarget
        << ", \"speedup_target\": " << kSpeedupTarget << ", \"rows\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
@@ -873,7 +903,9 @@ void write_json(const std::string& path, const std::string& device, const Limits
          << ", \"bandwidth_floor_ms\": " << r.bandwidth_ms << ", \"fma_floor_ms\": " << r.fma_ms
          << ", \"tensor_floor_ms\": " << r.tensor_ms << ", \"wgmma_floor_ms\": " << r.wgmma_ms
          << ", \"tf32_wgmma_floor_ms\": " << r.tf32_wgmma_ms
-         << ", \"cublas_ms\": " << r.cublas_ms
+         << ", \"cublas_ms\": " << r.cublas_ms << ", \"f16_gemm_ms\": " << r.f16_gemm_ms
+         << ", \"f16_gemm_percent_of_mma_floor\": " << r.f16_gemm_percent_of_mma_floor()
+         << ", \"wgmma_speedup_vs_f16_gemm\": " << r.wgmma_speedup_vs_f16_gemm()
          << ", \"auto_variant\": \"" << gpu::fused_variant_name(r.chosen)
          << "\", \"auto_floor_ms\": " << r.floor_ms(r.chosen) << ", \"auto_floor_bound\": \""
          << bound_name(r, r.chosen) << "\", \"auto_ms\": " << r.automatic().ms
@@ -954,6 +986,10 @@ int run(const Options& options) {
   limits.f16_wgmma_kernel_loop =
       wgmma_peak<f16, WgmmaPattern::kernel_loop>(stream.view(), sms, PeakOperands::random);
   limits.sgemm_tflops = sgemm_tflops(stream.view(), options.quick);
+  const uint32_t square_gemm = options.quick ? 4096 : 8192;
+  if (gpu::fused_wgmma_supported()) {
+    limits.f16_gemm_tflops = bench::f16_gemm_square_tflops(square_gemm, stream.view());
+  }
   std::printf("D2D bandwidth (read + write): %.1f GB/s\n", limits.d2d_gb_per_s);
   std::printf("memset (write only):          %.1f GB/s (a write-only kernel at best %.0f%% of a "
               "byte floor)\n",
@@ -983,6 +1019,14 @@ int run(const Options& options) {
   std::printf("cuBLAS SGEMM %d^3 (pedantic): %.2f TFLOP/s (%.0f%% of FMA peak)\n",
               options.quick ? 4096 : 8192, limits.sgemm_tflops,
               100.0 * limits.sgemm_tflops / limits.fma_tflops);
+  if (limits.f16_gemm_tflops > 0) {
+    std::printf("cuBLAS FP16 GEMM %u^3 (FP32 accumulation; not a floor): %.2f TFLOP/s (%.0f%% of "
+                "the FP16 wgmma floor's peak); per row, f16gemm_ms: the same GEMM at the wgmma "
+                "variant's MMA shape (h x w x 3k per image and channel), %%mma_f16g its %% of "
+                "the MMA floor, x_f16g wgmma's speed against it\n",
+                square_gemm, limits.f16_gemm_tflops,
+                100.0 * limits.f16_gemm_tflops / limits.wgmma_floor_tflops());
+  }
 
   struct Size {
     uint32_t width;
