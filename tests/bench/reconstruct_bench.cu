@@ -18,8 +18,9 @@
 //     wgmmas a step, US re-read and split every step; no ring, barriers or epilogue), which says
 //     how much of the variant's distance to its floor the loop's own instructions account for;
 //   - not a floor: cuBLAS's FP16 GEMM (FP32 accumulation), square 8192^3, and per row at the wgmma
-//     variant's MMA shape, h x w x 3k per image and channel (f16_gemm_reference.hpp): how close
-//     the library's own GEMM on the variant's arithmetic comes to the MMA floor at that shape;
+//     variant's MMA shape, h x w x 3k per image and channel, at ranks that are multiples of 16
+//     (f16_gemm_reference.hpp): how close the library's own GEMM on the variant's arithmetic
+//     comes to the MMA floor at that shape;
 //   - per shape x rank, for each fused variant and the cuBLAS path: time per batch (CUDA events,
 //     median after warm-up), bytes moved (factor columns read + output written, once each),
 //     FLOPs (2 h w k c), floor = max(bytes / D2D bandwidth, FLOPs / FMA peak), % of floor
@@ -81,6 +82,7 @@ constexpr FusedVariant kVariants[] = {FusedVariant::tile64, FusedVariant::tile12
                                       FusedVariant::wgmma};
 constexpr double kTensorMmasPerProduct = 3;  // 3xTF32: big*big + big*small + small*big
 constexpr uint32_t kGemmDepthPerRank = 3;     // the same three products as one GEMM's depth
+constexpr uint32_t kWgmmaStepDepth = gpu::detail::kWgmmaF16Depth;  // k a step of the variant
 constexpr std::size_t kVariantCount = std::size(kVariants);
 
 struct Options {
@@ -618,7 +620,7 @@ struct Row {
   double tf32_wgmma_ms = 0;  // the same at the TF32 wgmma peak (sessions 6-13's floor)
   double cublas_ms = 0;
   // cuBLAS's FP16 GEMM at the wgmma variant's MMA shape (f16_gemm_reference.hpp), not a floor;
-  // 0 where wgmma did not run.
+  // 0 where it did not run (no wgmma, or a rank that is not a multiple of 16).
   double f16_gemm_ms = 0;
   FusedVariant chosen = FusedVariant::tile64;
   VariantResult variants[kVariantCount];
@@ -769,7 +771,8 @@ class ShapeRun {
                 .differing == 0;
       }
     }
-    if (f16_gemm_ && row.result(FusedVariant::wgmma).ran) {
+    // Where the variant's k-steps of 16 hold exactly k: the same MMA work as the GEMM's 3k.
+    if (f16_gemm_ && row.result(FusedVariant::wgmma).ran && rank % kWgmmaStepDepth == 0) {
       row.f16_gemm_ms = median(time_ms(
           stream_, repeats, [&] { f16_gemm_->enqueue(kGemmDepthPerRank * rank); }));
     }
@@ -821,7 +824,8 @@ void print_header() {
               "%7s %7s %6s %8s %10s %9s %6s  %s\n",
               "shape", "c", "batch", "rank", "floor_ms", "bound", "tile64_ms", "tile128_ms",
               "rows_ms", "tensor_ms", "wgmma_ms", "cublas_ms", "auto", "%floor", "%fl_t64",
-              "%fl_128", "%fl_row", "%fl_ten", "%fl_wg", "%fl_cub", "x_cub", "%fl_wg32", "f16gemm_ms", "%mma_f16g", "x_f16g",
+              "%fl_128", "%fl_row", "%fl_ten", "%fl_wg", "%fl_cub", "x_cub", "%fl_wg32",
+              "f16gemm_ms", "%mma_f16g", "x_f16g",
               "check (max diff, differing vs cuBLAS: t64; t128; rows; tensor; wgmma; FP32 "
               "variants identical)");
 }
@@ -861,14 +865,23 @@ void print_row(const Row& r) {
     percents += field;
     checks += difference_cell(vr) + "; ";
   }
-  std::printf("%-10s %2u %5u %4u %8.3f %5s%s %10.3f %8s %6.1f%%%s %6.1f%% %6.2f %7.1f%% %10.3f "
-              "%8.1f%% %6.2f  %s (%s%s)\n",
+  // The FP16 GEMM reference's cells: "-" where it did not run.
+  char gemm_ms[16] = "-";
+  char gemm_percent[16] = "-";
+  char gemm_speedup[16] = "-";
+  if (r.f16_gemm_ms > 0) {
+    std::snprintf(gemm_ms, sizeof(gemm_ms), "%.3f", r.f16_gemm_ms);
+    std::snprintf(gemm_percent, sizeof(gemm_percent), "%.1f%%", r.f16_gemm_percent_of_mma_floor());
+    std::snprintf(gemm_speedup, sizeof(gemm_speedup), "%.2f", r.wgmma_speedup_vs_f16_gemm());
+  }
+  std::printf("%-10s %2u %5u %4u %8.3f %5s%s %10.3f %8s %6.1f%%%s %6.1f%% %6.2f %7.1f%% %10s %9s "
+              "%6s  %s (%s%s)\n",
               shape.c_str(), r.shape.channels, r.batch, r.rank, r.floor_ms(r.chosen),
               bound_name(r, r.chosen), times.c_str(), r.cublas_ms,
               gpu::fused_variant_name(r.chosen), r.auto_percent_of_floor(), percents.c_str(),
               r.cublas_percent_of_floor(), r.cublas_ms / r.automatic().ms,
-              r.wgmma_percent_of_tf32_floor(), r.f16_gemm_ms, r.f16_gemm_percent_of_mma_floor(),
-              r.wgmma_speedup_vs_f16_gemm(), r.correct() ? "PASS" : "FAIL", checks.c_str(), identical ? "yes" : "NO");
+              r.wgmma_percent_of_tf32_floor(), gemm_ms, gemm_percent, gemm_speedup,
+              r.correct() ? "PASS" : "FAIL", checks.c_str(), identical ? "yes" : "NO");
 }
 
 void write_json(const std::string& path, const std::string& device, const Limits& limits,
@@ -893,7 +906,8 @@ void write_json(const std::string& path, const std::string& device, const Limits
        << ", \"wgmma_floor_tflops\": " << limits.wgmma_floor_tflops()
        << ", \"tensor_mmas_per_product\": " << kTensorMmasPerProduct
        << ", \"sgemm_tflops\": " << limits.sgemm_tflops
-       << ", \"f16_gemm_tflops\": " << limits.f16_gemm_tflops << ", \"floor_target\": " << kFloorTarget
+       << ", \"f16_gemm_tflops\": " << limits.f16_gemm_tflops
+       << ", \"floor_target\": " << kFloorTarget
        << ", \"speedup_target\": " << kSpeedupTarget << ", \"rows\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
