@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds bundle/quick.tar.xz for run-on-device.sh: main's kernel benchmark (with the FP16 GEMM
-# reference) and the step-sync patch's three variants, each as a benchmark and a GPU kernel test
+# reference) and the step-sync patch's five variants, each as a benchmark and a GPU kernel test
 # binary. Run from the repository root of a clean checkout of main, after `cmake --preset
 # portable` and `.ci/bundle.sh` (its lib/ is copied); the kernel source is restored at the end.
 set -euo pipefail
@@ -31,6 +31,8 @@ build_variant main
 build_variant defer SVDSERVE_EXP_DEFER_FILL
 build_variant arrive SVDSERVE_EXP_ARRIVE_BARRIER
 build_variant both SVDSERVE_EXP_DEFER_FILL SVDSERVE_EXP_ARRIVE_BARRIER
+build_variant warpout SVDSERVE_EXP_WARP_COPY_OUT
+build_variant warploop SVDSERVE_EXP_WARP_COPY_OUT SVDSERVE_EXP_LOOP_FROM_RANK
 git checkout -- "$kernel"
 cmake --build "$build" -j"${JOBS:-2}" --target svdserve_reconstruct_bench svdserve_gpu_kernel_tests
 
