@@ -1,0 +1,413 @@
+// The kernel benchmark's limits (kernel_limits.hpp): the peak kernels, the copies and the cuBLAS
+// GEMMs, and their printout.
+
+#include "tests/bench/kernel_limits.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/reconstruct.hpp"
+#include "kernels/gpu/tf32_mma.cuh"
+#include "kernels/gpu/wgmma.cuh"
+#include "tests/bench/bench_random.cuh"
+#include "tests/bench/event_timing.hpp"
+#include "tests/bench/f16_gemm_reference.hpp"
+
+namespace svdserve::bench {
+namespace {
+
+constexpr uint32_t kThreads = 256;
+
+// The square GEMMs' size (SGEMM and FP16): large enough for the libraries' best kernels.
+constexpr uint32_t square_gemm_size(bool quick) { return quick ? 4096 : 8192; }
+
+double d2d_gb_per_s(gpu::StreamView stream, bool quick) {
+  const std::size_t bytes = (quick ? std::size_t{256} : std::size_t{1024}) << 20;
+  gpu::DeviceBuffer from(bytes);
+  gpu::DeviceBuffer to(bytes);
+  SVDSERVE_CUDA_CHECK(cudaMemsetAsync(from.data(), 1, bytes, stream.value()));
+  const auto times = time_ms(stream, 5, [&] {
+    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(to.data(), from.data(), bytes, cudaMemcpyDeviceToDevice,
+                                        stream.value()));
+  });
+  return 2.0 * static_cast<double>(bytes) / (times.front() * 1e-3) / 1e9;  // read + write
+}
+
+// Write-only bandwidth (cudaMemsetAsync, the driver's own kernel): not a floor, a reference for
+// the byte-bound rows, whose traffic is nearly all writes. What fraction of the D2D floor the
+// fastest plain writer of those bytes reaches bounds what any kernel writing them can reach.
+double memset_gb_per_s(gpu::StreamView stream, bool quick) {
+  const std::size_t bytes = (quick ? std::size_t{256} : std::size_t{1024}) << 20;
+  gpu::DeviceBuffer to(bytes);
+  const auto times = time_ms(stream, 5, [&] {
+    SVDSERVE_CUDA_CHECK(cudaMemsetAsync(to.data(), 1, bytes, stream.value()));
+  });
+  return static_cast<double>(bytes) / (times.front() * 1e-3) / 1e9;
+}
+
+constexpr int kFmaChains = 8;       // independent chains per thread: hides the FMA latency
+constexpr int kFmaBlocksPerSm = 8;  // 2048 threads per SM
+
+__global__ void __launch_bounds__(kThreads)
+    fma_peak_kernel(float* __restrict__ out, float multiplier, float addend, uint32_t iterations) {
+  float x[kFmaChains];
+#pragma unroll
+  for (int i = 0; i < kFmaChains; ++i) x[i] = static_cast<float>(threadIdx.x + i);
+#pragma unroll 1
+  for (uint32_t it = 0; it < iterations; it += 16) {
+#pragma unroll
+    for (int u = 0; u < 16; ++u) {
+#pragma unroll
+      for (int i = 0; i < kFmaChains; ++i) x[i] = fmaf(x[i], multiplier, addend);
+    }
+  }
+  float sum = 0.0F;
+#pragma unroll
+  for (int i = 0; i < kFmaChains; ++i) sum += x[i];
+  out[std::size_t{blockIdx.x} * blockDim.x + threadIdx.x] = sum;  // keeps the chains alive
+}
+
+double fma_peak_tflops(gpu::StreamView stream, int sms) {
+  constexpr uint32_t kIterations = 1U << 17;  // ~10 ms on an H100
+  const uint32_t blocks = static_cast<uint32_t>(sms * kFmaBlocksPerSm);
+  gpu::DeviceBuffer out(std::size_t{blocks} * kThreads * sizeof(float));
+  const auto times = time_ms(stream, 5, [&] {
+    fma_peak_kernel<<<blocks, kThreads, 0, stream.value()>>>(out.as<float>(), 0.999999F, 1e-6F,
+                                                             kIterations);
+    SVDSERVE_CUDA_CHECK(cudaGetLastError());
+  });
+  const double flops = 2.0 * kFmaChains * kIterations * blocks * kThreads;
+  return flops / (times.front() * 1e-3) / 1e12;
+}
+
+constexpr int kMmaChains = 8;       // independent accumulator tiles per warp
+constexpr int kMmaBlocksPerSm = 4;  // 32 warps per SM, 8 per tensor core
+
+__global__ void __launch_bounds__(kThreads) tf32_mma_peak_kernel(float* __restrict__ out,
+                                                                 uint32_t operand,
+                                                                 uint32_t iterations) {
+  float acc[kMmaChains][4] = {};
+#pragma unroll 1
+  for (uint32_t it = 0; it < iterations; it += 16) {
+#pragma unroll
+    for (int u = 0; u < 16; ++u) {
+#pragma unroll
+      for (int c = 0; c < kMmaChains; ++c) {
+        gpu::detail::mma_tf32(acc[c], operand, operand, operand, operand, operand, operand);
+      }
+    }
+  }
+  float sum = 0.0F;
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c) sum += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
+  out[std::size_t{blockIdx.x} * blockDim.x + threadIdx.x] = sum;  // keeps the chains alive
+}
+
+double tf32_mma_peak_tflops(gpu::StreamView stream, int sms) {
+  constexpr uint32_t kIterations = 1U << 14;
+  constexpr uint32_t kOperand = 0x3A800000;  // 2^-10: the sums stay finite
+  const uint32_t blocks = static_cast<uint32_t>(sms * kMmaBlocksPerSm);
+  gpu::DeviceBuffer out(std::size_t{blocks} * kThreads * sizeof(float));
+  const auto times = time_ms(stream, 5, [&] {
+    tf32_mma_peak_kernel<<<blocks, kThreads, 0, stream.value()>>>(out.as<float>(), kOperand,
+                                                                  kIterations);
+    SVDSERVE_CUDA_CHECK(cudaGetLastError());
+  });
+  constexpr uint32_t kWarpSize = 32;
+  const double mmas = double{kMmaChains} * kIterations * blocks * (kThreads / kWarpSize);
+  return mmas * gpu::detail::kMmaTf32Flops / (times.front() * 1e-3) / 1e12;
+}
+
+constexpr uint32_t kWgmmaBlocksPerSm = 2;  // 4 warpgroups per SM
+constexpr uint32_t kWgmmasPerGroup = 4;
+
+// The SM clock while a kernel ran: block 0's clock64 and the global timer, at its start and end.
+struct ClockSample {
+  unsigned long long cycles[2];
+  unsigned long long ns[2];
+};
+
+#if SVDSERVE_HAS_WGMMA
+__device__ __forceinline__ void sample_clock(ClockSample* sample, int at) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  unsigned long long ns = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  sample->cycles[at] = clock64();
+  sample->ns[at] = ns;
+}
+
+#endif
+
+// Operands of the peak kernels: 2^-10 everywhere (no bit toggles between values), or random
+// mantissas and signs at the same exponent (bits toggle between the values of one operand tile,
+// which every wgmma then reuses; the sums stay finite either way).
+enum class PeakOperands { constant, random };
+
+// The arithmetic of a wgmma peak: FP16 (the wgmma variant's, k16) or TF32 (its arithmetic until
+// session 14, k8, kept for comparison with the earlier sessions' floors).
+enum class WgmmaArithmetic { f16, tf32 };
+
+#if SVDSERVE_HAS_WGMMA
+// One 32-bit word of operands: a TF32 value, or two FP16 values, each 2^-10 with random sign and
+// mantissa bits for PeakOperands::random.
+__device__ __forceinline__ uint32_t peak_operand(uint32_t index, PeakOperands kind,
+                                                 WgmmaArithmetic arithmetic) {
+  constexpr uint32_t kTf32TwoToMinus10 = 0x3A800000;
+  constexpr uint32_t kTf32SignAndMantissa = 0x807FFFFF;
+  constexpr uint32_t kF16PairTwoToMinus10 = 0x14001400;
+  constexpr uint32_t kF16PairSignAndMantissa = 0x83FF83FF;
+  const bool f16 = arithmetic == WgmmaArithmetic::f16;
+  const uint32_t two_to_minus_10 = f16 ? kF16PairTwoToMinus10 : kTf32TwoToMinus10;
+  if (kind == PeakOperands::constant) return two_to_minus_10;
+  const auto bits = static_cast<uint32_t>(splitmix64(index, /*seed=*/12345));
+  return (bits & (f16 ? kF16PairSignAndMantissa : kTf32SignAndMantissa)) | two_to_minus_10;
+}
+
+#endif
+
+// What the peak kernel issues: wgmmas only, groups of 4 from shared memory (the peak); or the
+// wgmma variant's loop without what feeds it (no ring, copies, barriers or epilogue): per k-step
+// three FP16 wgmmas with A in registers, which each thread re-reads from shared memory (two
+// 16-byte loads) and splits into FP16 parts for the next step once the step before is done.
+enum class WgmmaPattern { peak, kernel_loop };
+
+template <WgmmaPattern kPattern>
+constexpr uint32_t kWgmmasPerIteration = kPattern == WgmmaPattern::peak ? kWgmmasPerGroup : 3;
+
+// Each warpgroup keeps the tensor cores fed: a group of wgmmas per iteration into its
+// accumulators, waiting only for the group before the last.
+// One k-step is 32 bytes of a row in both arithmetics, so the operands and descriptors are the
+// same; only the instruction and its FLOPs differ.
+template <WgmmaArithmetic kArithmetic, WgmmaPattern kPattern>
+__global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict__ out,
+                                                              uint32_t iterations,
+                                                              PeakOperands kind,
+                                                              ClockSample* clock) {
+#if SVDSERVE_HAS_WGMMA
+  static_assert(kPattern == WgmmaPattern::peak || kArithmetic == WgmmaArithmetic::f16);
+  constexpr uint32_t kOperandWords =
+      (gpu::detail::kWgmmaRows + gpu::detail::kWgmmaCols) * gpu::detail::kWgmmaDepth;
+  __shared__ __align__(128) uint32_t operands[kOperandWords];
+  // kernel_loop: two steps of US, 8 FP32 values a thread each, as the variant's stages hold them
+  // (the peak pattern leaves them unused).
+  constexpr bool kLoop = kPattern == WgmmaPattern::kernel_loop;
+  constexpr uint32_t kUsValues = 8;
+  __shared__ __align__(128) float us[kLoop ? 2 : 1][kLoop ? kUsValues * kThreads : 1];
+  for (uint32_t i = threadIdx.x; i < kOperandWords; i += blockDim.x) {
+    operands[i] = peak_operand(i, kind, kArithmetic);
+  }
+  for (uint32_t i = threadIdx.x; kLoop && i < 2 * kUsValues * kThreads; i += blockDim.x) {
+    (&us[0][0])[i] = __uint_as_float(peak_operand(i, kind, WgmmaArithmetic::tf32));
+  }
+  gpu::detail::fence_shared_for_wgmma();
+  __syncthreads();
+  sample_clock(clock, 0);
+  constexpr uint32_t kLeading = gpu::detail::kKStepLeadingBytes;
+  constexpr uint32_t kStride = gpu::detail::kKStepStrideBytes;
+  const uint64_t a = gpu::detail::wgmma_descriptor(operands, kLeading, kStride);
+  const uint64_t b = gpu::detail::wgmma_descriptor(
+      operands + gpu::detail::kWgmmaRows * gpu::detail::kWgmmaDepth, kLeading, kStride);
+  gpu::detail::WgmmaAccumulators acc = {};
+  if constexpr (kPattern == WgmmaPattern::peak) {
+#pragma unroll 1
+    for (uint32_t it = 0; it < iterations; ++it) {
+      gpu::detail::fence_wgmma_operands();
+#pragma unroll
+      for (uint32_t w = 0; w < kWgmmasPerGroup; ++w) {
+        if constexpr (kArithmetic == WgmmaArithmetic::f16) {
+          gpu::detail::wgmma_f16(acc, a, b, true);
+        } else {
+          gpu::detail::wgmma_tf32(acc, a, b, true);
+        }
+      }
+      gpu::detail::commit_wgmma_group();
+      gpu::detail::wait_wgmma<1>();
+    }
+  } else {
+    // Register set s holds step s's US (steps alternate between the two, as in the variant).
+    uint32_t big[2][4];
+    uint32_t small[2][4];
+    const auto read_us = [&](uint32_t s) {
+      const float4 lo = reinterpret_cast<const float4*>(us[s])[threadIdx.x];
+      const float4 hi = reinterpret_cast<const float4*>(us[s])[kThreads + threadIdx.x];
+      const float values[kUsValues] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+      for (uint32_t r = 0; r < 4; ++r) {
+        const gpu::detail::SplitF16x2 parts =
+            gpu::detail::split_f16x2(values[2 * r], values[2 * r + 1]);
+        big[s][r] = parts.big;
+        small[s][r] = parts.small;
+      }
+    };
+    // V's two parts: b, and the 4 KiB from a (in the operands; FP16 values as well).
+    const auto step = [&](uint32_t s) {
+      gpu::detail::fence_wgmma_operands();
+      gpu::detail::wgmma_f16(acc, small[s], b, true);
+      gpu::detail::wgmma_f16(acc, big[s], a, true);
+      gpu::detail::wgmma_f16(acc, big[s], b, true);
+      gpu::detail::commit_wgmma_group();
+      gpu::detail::wait_wgmma<1>();
+      read_us(s ^ 1U);  // the other set's step is done: the step after this one
+    };
+    read_us(0);
+    read_us(1);
+#pragma unroll 1
+    for (uint32_t it = 0; it < iterations; it += 2) {
+      step(0);
+      step(1);
+    }
+  }
+  gpu::detail::wait_wgmma<0>();
+  gpu::detail::pin_accumulators(acc);
+  sample_clock(clock, 1);
+  float sum = 0.0F;
+#pragma unroll
+  for (const float value : acc) sum += value;
+  out[std::size_t{blockIdx.x} * blockDim.x + threadIdx.x] = sum;  // keeps the chains alive
+#else
+  (void)out;
+  (void)iterations;
+  (void)kind;
+  (void)clock;
+#endif
+}
+
+// 0 where the device cannot run the wgmma variant.
+template <WgmmaArithmetic kArithmetic, WgmmaPattern kPattern = WgmmaPattern::peak>
+Peak wgmma_peak(gpu::StreamView stream, int sms, PeakOperands kind) {
+  if (!gpu::fused_wgmma_supported()) return {};
+  constexpr uint32_t kIterations = 1U << 14;
+  constexpr int kRuns = 5;  // after one warm-up; the fastest counts, with its own clock
+  const uint32_t blocks = static_cast<uint32_t>(sms) * kWgmmaBlocksPerSm;
+  gpu::DeviceBuffer out(std::size_t{blocks} * kThreads * sizeof(float));
+  gpu::DeviceBuffer clock(sizeof(ClockSample));
+  const gpu::Event start(true);
+  const gpu::Event stop(true);
+  const double wgmmas = double{kWgmmasPerIteration<kPattern>} * kIterations * blocks *
+                        (kThreads / gpu::detail::kWarpgroupThreads);
+  Peak peak;
+  for (int run = -1; run < kRuns; ++run) {
+    SVDSERVE_CUDA_CHECK(cudaMemsetAsync(clock.data(), 0, sizeof(ClockSample), stream.value()));
+    start.record(stream);
+    wgmma_peak_kernel<kArithmetic, kPattern><<<blocks, kThreads, 0, stream.value()>>>(
+        out.as<float>(), kIterations, kind, clock.as<ClockSample>());
+    SVDSERVE_CUDA_CHECK(cudaGetLastError());
+    stop.record(stream);
+    stop.synchronize();
+    const double tflops =
+        wgmmas *
+        (kArithmetic == WgmmaArithmetic::f16 ? gpu::detail::kWgmmaF16Flops
+                                             : gpu::detail::kWgmmaFlops) /
+        (gpu::Event::elapsed_ms(start, stop) * 1e-3) / 1e12;
+    ClockSample sample{};
+    SVDSERVE_CUDA_CHECK(
+        cudaMemcpy(&sample, clock.data(), sizeof(sample), cudaMemcpyDeviceToHost));
+    if (run < 0 || tflops <= peak.tflops) continue;  // the warm-up, or not the fastest
+    peak.tflops = tflops;
+    peak.sm_ghz = sample.ns[1] > sample.ns[0]
+                      ? static_cast<double>(sample.cycles[1] - sample.cycles[0]) /
+                            static_cast<double>(sample.ns[1] - sample.ns[0])
+                      : 0;  // no sample: the kernel body did not run
+  }
+  return peak;
+}
+
+__global__ void fill_uniform_kernel(float* __restrict__ out, std::size_t count, uint64_t seed) {
+  for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count;
+       i += std::size_t{gridDim.x} * blockDim.x) {
+    out[i] = 2.0F * unit_hash(i, seed) - 1.0F;
+  }
+}
+
+double sgemm_tflops(gpu::StreamView stream, bool quick) {
+  const auto n = static_cast<int>(square_gemm_size(quick));
+  const std::size_t values = std::size_t(n) * n;
+  gpu::DeviceBuffer a(values * sizeof(float));
+  gpu::DeviceBuffer b(values * sizeof(float));
+  gpu::DeviceBuffer c(values * sizeof(float));
+  constexpr unsigned kFillBlocks = 4096;
+  fill_uniform_kernel<<<kFillBlocks, kThreads, 0, stream.value()>>>(a.as<float>(), values, 1);
+  SVDSERVE_CUDA_CHECK(cudaGetLastError());
+  fill_uniform_kernel<<<kFillBlocks, kThreads, 0, stream.value()>>>(b.as<float>(), values, 2);
+  SVDSERVE_CUDA_CHECK(cudaGetLastError());
+  const gpu::CublasHandle cublas(stream);
+  SVDSERVE_CUBLAS_CHECK(cublasSetMathMode(cublas.value(), CUBLAS_PEDANTIC_MATH));  // plain FP32
+  const float one = 1.0F;
+  const float zero = 0.0F;
+  const auto times = time_ms(stream, 3, [&] {
+    SVDSERVE_CUBLAS_CHECK(cublasSgemm(cublas.value(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one,
+                                      a.as<float>(), n, b.as<float>(), n, &zero, c.as<float>(), n));
+  });
+  return 2.0 * n * static_cast<double>(n) * n / (times.front() * 1e-3) / 1e12;
+}
+
+}  // namespace
+
+Limits measure_kernel_limits(gpu::StreamView stream, int sms, bool quick) {
+  Limits limits;
+  limits.d2d_gb_per_s = d2d_gb_per_s(stream, quick);
+  limits.memset_gb_per_s = memset_gb_per_s(stream, quick);
+  limits.fma_tflops = fma_peak_tflops(stream, sms);
+  limits.tf32_mma_tflops = tf32_mma_peak_tflops(stream, sms);
+  using enum WgmmaArithmetic;
+  limits.f16_wgmma = wgmma_peak<f16>(stream, sms, PeakOperands::constant);
+  limits.f16_wgmma_random = wgmma_peak<f16>(stream, sms, PeakOperands::random);
+  limits.tf32_wgmma = wgmma_peak<tf32>(stream, sms, PeakOperands::constant);
+  limits.tf32_wgmma_random = wgmma_peak<tf32>(stream, sms, PeakOperands::random);
+  limits.f16_wgmma_kernel_loop =
+      wgmma_peak<f16, WgmmaPattern::kernel_loop>(stream, sms, PeakOperands::random);
+  limits.sgemm_tflops = sgemm_tflops(stream, quick);
+  if (gpu::fused_wgmma_supported()) {
+    limits.f16_gemm_tflops = f16_gemm_square_tflops(square_gemm_size(quick), stream);
+  }
+  return limits;
+}
+
+void print_kernel_limits(const Limits& limits, bool quick, double mmas_per_product) {
+  const uint32_t square_gemm = square_gemm_size(quick);
+  std::printf("D2D bandwidth (read + write): %.1f GB/s\n", limits.d2d_gb_per_s);
+  std::printf("memset (write only):          %.1f GB/s (a write-only kernel at best %.0f%% of a "
+              "byte floor)\n",
+              limits.memset_gb_per_s, 100.0 * limits.memset_gb_per_s / limits.d2d_gb_per_s);
+  std::printf("FP32 FMA peak (2 FLOPs/FMA):  %.2f TFLOP/s\n", limits.fma_tflops);
+  std::printf("TF32 mma.sync peak:           %.2f TFLOP/s (tensor's floor: %.0f MMAs per "
+              "product)\n",
+              limits.tf32_mma_tflops, mmas_per_product);
+  if (limits.f16_wgmma.tflops > 0) {
+    std::printf("FP16 wgmma, constant operands: %.2f TFLOP/s, SM clock %.3f GHz\n",
+                limits.f16_wgmma.tflops, limits.f16_wgmma.sm_ghz);
+    std::printf("FP16 wgmma, random operands:   %.2f TFLOP/s, SM clock %.3f GHz\n",
+                limits.f16_wgmma_random.tflops, limits.f16_wgmma_random.sm_ghz);
+    std::printf("TF32 wgmma, constant operands: %.2f TFLOP/s, SM clock %.3f GHz\n",
+                limits.tf32_wgmma.tflops, limits.tf32_wgmma.sm_ghz);
+    std::printf("TF32 wgmma, random operands:   %.2f TFLOP/s, SM clock %.3f GHz\n",
+                limits.tf32_wgmma_random.tflops, limits.tf32_wgmma_random.sm_ghz);
+    std::printf("FP16 wgmma, the wgmma variant's loop alone (random operands, not a floor): "
+                "%.2f TFLOP/s, SM clock %.3f GHz\n",
+                limits.f16_wgmma_kernel_loop.tflops, limits.f16_wgmma_kernel_loop.sm_ghz);
+    std::printf("wgmma's floor:                 %.0f FP16 MMAs per product at %.2f TFLOP/s (the "
+                "higher FP16 peak; %%fl_wg32: at the TF32 one, sessions 6-13's floor)\n",
+                mmas_per_product, limits.wgmma_floor_tflops());
+  } else {
+    std::printf("wgmma:                        not on this device (wgmma runs tensor)\n");
+  }
+  std::printf("cuBLAS SGEMM %u^3 (pedantic): %.2f TFLOP/s (%.0f%% of FMA peak)\n",
+              square_gemm, limits.sgemm_tflops,
+              100.0 * limits.sgemm_tflops / limits.fma_tflops);
+  if (limits.f16_gemm_tflops > 0) {
+    std::printf("cuBLAS FP16 GEMM %u^3 (FP32 accumulation; not a floor): %.2f TFLOP/s (%.0f%% of "
+                "the FP16 wgmma floor's peak); per row, f16gemm_ms: the same GEMM at the wgmma "
+                "variant's MMA shape (h x w x 3k per image and channel), %%mma_f16g its %% of "
+                "the MMA floor, x_f16g wgmma's speed against it\n",
+                square_gemm, limits.f16_gemm_tflops,
+                100.0 * limits.f16_gemm_tflops / limits.wgmma_floor_tflops());
+  }
+}
+
+}  // namespace svdserve::bench
