@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/gpu/cuda_check.hpp"
 #include "tests/bench/bench_random.cuh"
+#include "tests/bench/event_timing.hpp"
 
 namespace svdserve::bench {
 namespace {
@@ -76,19 +78,9 @@ void F16GemmBatch::enqueue(uint32_t depth) const {
 
 double f16_gemm_square_tflops(uint32_t n, gpu::StreamView stream) {
   const F16GemmBatch gemm(n, n, n, 1, stream);
-  const gpu::Event start(true);
-  const gpu::Event stop(true);
   constexpr int kRuns = 3;  // after one warm-up; the fastest counts
-  float best_ms = 0;
-  for (int run = -1; run < kRuns; ++run) {
-    start.record(stream);
-    gemm.enqueue(n);
-    stop.record(stream);
-    stop.synchronize();
-    const float ms = gpu::Event::elapsed_ms(start, stop);
-    if (run >= 0 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
-  }
-  return 2.0 * n * static_cast<double>(n) * n / (best_ms * 1e-3) / 1e12;
+  const std::vector<double> times = time_ms(stream, kRuns, [&] { gemm.enqueue(n); });
+  return 2.0 * n * static_cast<double>(n) * n / (times.front() * 1e-3) / 1e12;
 }
 
 }  // namespace svdserve::bench
