@@ -87,8 +87,8 @@ constexpr uint32_t kSpeedupTargetMaxRank = 64;
 constexpr FusedVariant kVariants[] = {FusedVariant::tile64, FusedVariant::tile128,
                                       FusedVariant::rows, FusedVariant::tensor,
                                       FusedVariant::wgmma};
-constexpr double kTensorMmasPerProduct = 3;  // 3xTF32: big*big + big*small + small*big
-constexpr uint32_t kGemmDepthPerRank = 3;     // the same three products as one GEMM's depth
+// 3xTF32 or 3xFP16: big*big + big*small + small*big; as one GEMM, three times the depth.
+constexpr uint32_t kTensorMmasPerProduct = 3;
 constexpr uint32_t kWgmmaStepDepth = gpu::detail::kWgmmaF16Depth;  // k a step of the variant
 constexpr std::size_t kVariantCount = std::size(kVariants);
 
@@ -320,7 +320,7 @@ class ShapeRun {
         cublas_(stream),
         f16_gemm_(gpu::fused_wgmma_supported()
                       ? std::make_unique<bench::F16GemmBatch>(
-                            shape.height, shape.width, kGemmDepthPerRank * rank_kept,
+                            shape.height, shape.width, kTensorMmasPerProduct * rank_kept,
                             batch * shape.channels, stream)
                       : nullptr) {
     constexpr unsigned kFillBlocks = 8192;
@@ -391,7 +391,7 @@ class ShapeRun {
     // Where the variant's k-steps of 16 hold exactly k: the same MMA work as the GEMM's 3k.
     if (f16_gemm_ && row.result(FusedVariant::wgmma).ran && rank % kWgmmaStepDepth == 0) {
       row.f16_gemm_ms = median(time_ms(
-          stream_, repeats, [&] { f16_gemm_->enqueue(kGemmDepthPerRank * rank); }));
+          stream_, repeats, [&] { f16_gemm_->enqueue(kTensorMmasPerProduct * rank); }));
     }
     return row;
   }
