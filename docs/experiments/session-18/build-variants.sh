@@ -8,8 +8,9 @@
 #   noepi3:    patches 1-5 (ws) with SVDSERVE_EXP_NO_EPILOGUE, 3 stages a consumer (timing only)
 #   noepi6:    the same with 6 stages
 #   coopnoepi: coop with SVDSERVE_EXP_NO_EPILOGUE (timing only)
+#   coopnostream: patches 1-7, coop with SVDSERVE_EXP_NO_STREAM (timing only)
 # Run from the repository root of a clean checkout of main, after `cmake --preset portable` and
-# `.ci/bundle.sh` (its lib/ is copied). About 1 minute a variant on 2 cores.
+# `.ci/bundle.sh` (its lib/ is copied). 1-3 minutes a variant on 2 cores (about 15 in all).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build=build-portable
@@ -43,6 +44,7 @@ build_variant coop 6
 build_variant noepi3 5 "SVDSERVE_EXP_NO_EPILOGUE 1" "SVDSERVE_EXP_RING_STAGES 3"
 build_variant noepi6 5 "SVDSERVE_EXP_NO_EPILOGUE 1" "SVDSERVE_EXP_RING_STAGES 6"
 build_variant coopnoepi 6 "SVDSERVE_EXP_NO_EPILOGUE 1"
+build_variant coopnostream 7 "SVDSERVE_EXP_NO_STREAM 1"
 restore
 cmake --build "$build" -j"${JOBS:-2}" --target svdserve_reconstruct_bench svdserve_gpu_kernel_tests
 
