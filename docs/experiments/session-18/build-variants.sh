@@ -9,8 +9,14 @@
 #   noepi6:    the same with 6 stages
 #   coopnoepi: coop with SVDSERVE_EXP_NO_EPILOGUE (timing only)
 #   coopnostream: patches 1-7, coop with SVDSERVE_EXP_NO_STREAM (timing only)
+# and, prepared in session 18 and not yet measured (run-on-device.sh next):
+#   coopil:    patches 1-9, coop with SVDSERVE_EXP_INTERLEAVE (the accumulator sets alternate)
+#   coop2g:    coop with SVDSERVE_EXP_TWO_GROUPS (two steps' wgmma groups in flight)
+#   coopil2g:  both
+# Test binaries (tests_<name>) for the variants in WITH_TESTS (default below); the timing-only
+# ones fail their checks by design.
 # Run from the repository root of a clean checkout of main, after `cmake --preset portable` and
-# `.ci/bundle.sh` (its lib/ is copied). 1-3 minutes a variant on 2 cores (about 15 in all).
+# `.ci/bundle.sh` (its lib/ is copied). 1-3 minutes a variant on 2 cores (about 20 in all).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build=build-portable
@@ -20,6 +26,8 @@ stage=/tmp/svdserve-quick-18
 rm -rf "$stage" && mkdir -p "$stage/svdserve/bin" "$stage/svdserve/lib" "$stage/svdserve/tests/data"
 restore() { git checkout -- kernels tests; }
 trap restore EXIT
+
+with_tests=" ${WITH_TESTS:-main ws coop coopil coop2g coopil2g} "
 
 build_variant() {  # name, the number of patches to apply, then the macros to define
   local name=$1 patches=$2
@@ -31,7 +39,7 @@ build_variant() {  # name, the number of patches to apply, then the macros to de
   printf '%s' "$defines" | cat - "$kernel" > "$kernel.new" && mv "$kernel.new" "$kernel"
   cmake --build "$build" -j"${JOBS:-2}" --target svdserve_reconstruct_bench svdserve_gpu_kernel_tests
   cp "$build/tests/bench/svdserve_reconstruct_bench" "$stage/svdserve/bin/bench_$name"
-  if [ $# -eq 0 ]; then
+  if [[ "$with_tests" == *" $name "* ]]; then
     cp "$(find "$build" -name svdserve_gpu_kernel_tests -type f | head -1)" \
        "$stage/svdserve/bin/tests_$name"
   fi
@@ -45,6 +53,9 @@ build_variant noepi3 5 "SVDSERVE_EXP_NO_EPILOGUE 1" "SVDSERVE_EXP_RING_STAGES 3"
 build_variant noepi6 5 "SVDSERVE_EXP_NO_EPILOGUE 1" "SVDSERVE_EXP_RING_STAGES 6"
 build_variant coopnoepi 6 "SVDSERVE_EXP_NO_EPILOGUE 1"
 build_variant coopnostream 7 "SVDSERVE_EXP_NO_STREAM 1"
+build_variant coopil 9 "SVDSERVE_EXP_INTERLEAVE 1"
+build_variant coop2g 9 "SVDSERVE_EXP_TWO_GROUPS 1"
+build_variant coopil2g 9 "SVDSERVE_EXP_INTERLEAVE 1" "SVDSERVE_EXP_TWO_GROUPS 1"
 restore
 cmake --build "$build" -j"${JOBS:-2}" --target svdserve_reconstruct_bench svdserve_gpu_kernel_tests
 
