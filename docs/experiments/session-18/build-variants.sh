@@ -16,7 +16,7 @@
 # Test binaries (tests_<name>) for the variants in WITH_TESTS (default below); the timing-only
 # ones fail their checks by design.
 # Run from the repository root of a clean checkout of main, after `cmake --preset portable` and
-# `.ci/bundle.sh` (its lib/ is copied). 1-3 minutes a variant on 2 cores (about 20 in all).
+# `.ci/bundle.sh` (its lib/ is copied). 1-3 minutes a variant on 2 cores (about 25 in all).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build=build-portable
