@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# On the GPU host (device tool, carry ["bundle/quick19.tar.xz"]), from the repository root:
+#   split:   where coop's time goes at k = 256 (and 64, 16): coop, and its timing-only variants
+#            without the rounding (coopnoround), without the operand stream (coopnostream), and
+#            with neither (coopmma: the consumers' MMAs and waits alone); and the staggered
+#            consumers (coopstag2, coopstag4), after coopstag4's GPU reconstruction tests.
+#            main first in each round; two rounds.
+set -u
+part=${1:?usage: run-on-device.sh split}
+mkdir -p /tmp/q && tar -C /tmp/q -xJf bundle/quick19.tar.xz
+R=/tmp/q/svdserve
+export LD_LIBRARY_PATH=$R/lib SVDSERVE_TEST_IMAGES=$R/tests/data/images
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+
+compare() {  # size, rank, channels, then the variants; $runs rounds, each timed out at $limit s
+  local size=$1 rank=$2 channels=$3
+  shift 3
+  for run in $(seq "${runs:-2}"); do
+    for b in main "$@"; do
+      timeout "${limit:-60}" $R/bin/bench_$b --quick --size $size --rank $rank --channels $channels > /tmp/q.log 2>&1
+      echo "$size k=$rank c=$channels $b rc=$?: $(grep -E '^[0-9]+x[0-9]+ ' /tmp/q.log | awk '{print "wg_ms="$11, "fl_wg="$19, "f16g_ms="$23, $26}')"
+    done
+  done
+}
+
+case "$part" in
+  split)
+    timeout 90 $R/bin/tests_coopstag4 --gtest_brief=1 --gtest_filter='*Reconstruct*' > $OUT/tests-coopstag4.log 2>&1
+    echo "tests_coopstag4 rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' $OUT/tests-coopstag4.log | tr '\n' ' ')"
+    for sr in 4096x4096:256 2048x2048:256 1024x1024:256 1920x1080:256 4096x4096:64 1024x1024:64 4096x4096:16; do
+      runs=2 limit=25 compare ${sr%:*} ${sr#*:} 3 coop coopnoround coopnostream coopmma coopstag2 coopstag4
+    done
+    ;;
+  *) echo "unknown part: $part" >&2; exit 2 ;;
+esac
