@@ -5,8 +5,10 @@
 #            with neither (coopmma: the consumers' MMAs and waits alone); and the staggered
 #            consumers (coopstag2, coopstag4), after coopstag4's GPU reconstruction tests.
 #            main first in each round; two rounds.
+#   split2:  the same after patch 13 (coopnoround and coopmma keep their wgmmas), and coopstag2
+#            at every size at k = 16.
 set -u
-part=${1:?usage: run-on-device.sh split}
+part=${1:?usage: run-on-device.sh split|split2}
 mkdir -p /tmp/q && tar -C /tmp/q -xJf bundle/quick19.tar.xz
 R=/tmp/q/svdserve
 export LD_LIBRARY_PATH=$R/lib SVDSERVE_TEST_IMAGES=$R/tests/data/images
@@ -30,6 +32,14 @@ case "$part" in
     echo "tests_coopstag4 rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' $OUT/tests-coopstag4.log | tr '\n' ' ')"
     for sr in 4096x4096:256 2048x2048:256 1024x1024:256 1920x1080:256 4096x4096:64 1024x1024:64 4096x4096:16; do
       runs=2 limit=25 compare ${sr%:*} ${sr#*:} 3 coop coopnoround coopnostream coopmma coopstag2 coopstag4
+    done
+    ;;
+  split2)
+    for sr in 4096x4096:256 1024x1024:256 4096x4096:64 4096x4096:16 1024x1024:16; do
+      runs=2 limit=25 compare ${sr%:*} ${sr#*:} 3 coop coopnoround coopnostream coopmma coopstag2
+    done
+    for sr in 256x256:16 2048x2048:16 1920x1080:16 256x256:64 2048x2048:64 1920x1080:64 256x256:256; do
+      runs=2 limit=25 compare ${sr%:*} ${sr#*:} 3 coop coopstag2
     done
     ;;
   *) echo "unknown part: $part" >&2; exit 2 ;;
