@@ -51,6 +51,12 @@ __device__ __forceinline__ void arrive_expecting(uint64_t* barrier, uint32_t byt
                : "memory");
 }
 
+// The calling thread's arrival on `barrier` (one of the arrivals its phase expects).
+__device__ __forceinline__ void arrive(uint64_t* barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(barrier))
+               : "memory");
+}
+
 // The copy of `bytes` from global `source` to shared `destination`, counted off on `barrier` as
 // they land (which must expect them: arrive_expecting).
 __device__ __forceinline__ void bulk_load(void* destination, const void* source, uint32_t bytes,

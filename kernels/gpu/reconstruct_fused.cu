@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   }
   __syncthreads();
   detail::copy_out_tile<Pixel, kChannels, kPitch, kThreads>(staging, tile_out, row_bytes,
-                                                            tile_rows, tile_cols);
+                                                            tile_rows, tile_cols, threadIdx.x);
 }
 
 template <typename Pixel, uint32_t kChannels>

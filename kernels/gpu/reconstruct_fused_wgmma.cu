@@ -2,39 +2,37 @@
 // only: the tensor kernel's tiles and three products per term (big*big + big*small + small*big,
 // see reconstruct_fused_tensor.cu for the accuracy), but in FP16 with FP32 accumulators on
 // m64n128k16 wgmmas: twice TF32's rate on two thirds of its operand bytes, for parts of the same
-// 11 bits (FP16's range is handled by the operands' scale, wgmma_operands.hpp). Fed by the copy
-// engine, it reads the factors from their wgmma operands, written once when the image is
-// decomposed, not from the canonical layout:
-//  - each k-step's operands (the tile's 128 rows of US, FP32, and 128 columns of V, already split
-//    into FP16 big and small parts in wgmma's layout) arrive in a ring of shared-memory stages
-//    by two bulk copies that thread 0 issues up to a ring's length ahead; a stage's barrier
-//    (mbarrier) says when its bytes have landed. No thread loads a factor from global memory and
-//    none writes an operand to shared memory: the only proxy fence is the refilling thread's;
-//  - US, the A operand, reaches the wgmmas in registers (wgmma's register-A form): each thread
-//    reads its 8 values of the step from the stage with two 16-byte loads and splits them;
-//  - each warpgroup (4 warps) hands its 64 x 128 half of the tile to the tensor cores as three
-//    wgmmas per k-step of 16 and waits for the previous k-step's only (two sets of US registers),
-//    and for all of them at a channel's end, where it rounds its accumulators into the staging
-//    tile; the first wgmma of a channel does not add to the accumulators;
-//  - a stage is refilled once every warp is done with it: a block barrier every other k-step
-//    (every k-step when the ring is short), after which thread 0 refills every free stage.
-// Block = 2 warpgroups, 2 blocks per SM, 128 x 128 pixel tiles (all channels of one task each):
-// one tile per block at small ranks; from rank 32, as many blocks as fit on the GPU at once,
-// each looping over tiles t, t + gridDim.x, ..., its ring running on into the next tile while
-// this one's last steps are multiplied and its pixels stored (up to 4 channels; the ring is as
-// long as two blocks per SM allow: 5 stages of 16 KiB with 1 channel, 4 with 2, 3 with 3, 2 with
-// 4). The staging tile and its copy-out are tile128's (reconstruct_tile_io.cuh, OutputTile).
+// 11 bits (FP16's range is handled by the operands' scale, wgmma_operands.hpp). It reads the
+// factors from their wgmma operands, written once when the image is decomposed (US and V both
+// split into FP16 parts, in wgmma's shared-memory layout), not from the canonical layout.
 //
-// Measured on the H100 (docs/PERFORMANCE.md): FP16 instead of TF32 (session 14) 1.23-1.32x
-// faster at k = 64, 1.35-1.50x at 256; the copy engine's ring (sessions 8 and 9) 1.06-1.19x faster
-// than session 7's kernel at k = 16, 1.24-1.38x from k = 64. That one loaded the factors from
-// their canonical layout into registers and split V into shared memory itself, with a proxy fence
-// per k-step (on sm_90 a MEMBAR, which also waits for the loads in flight).
-// Slower, measured: ring refills gated by per-stage "empty" barriers instead of the block
-// barrier (thread 0 waiting on them, or polling them: 0.44 ms against 0.31-0.34); a producer warp
-// of its own (2 blocks of 9 warps per SM leave 96 registers a thread: wgmma serialised; 1 block
-// per SM: 1.13x slower; with US from shared memory too, 16 KiB stages: 3 of them, 1.11x slower);
-// refills split between two threads (1.07x slower).
+// Warp-specialised and persistent, one block per SM (the design of cuBLAS's Hopper GEMMs): a
+// producer warp and two consumer warpgroups on 256 x 128 pairs of tiles, one above the other.
+//  - The producer's one thread streams every k-step's operands (the two tiles' 8 KiB US blocks
+//    and their shared V block) into a ring of 24 KiB shared-memory stages by three bulk copies:
+//    it waits for the stage's "empty" barrier (both consumers' hand-back), and the copies
+//    complete its "full" barrier as their bytes land. It never waits for anything else, so the
+//    copies run as far ahead as the ring is long.
+//  - Consumer c owns the pair's tile c (two m64n128 accumulator sets, 128 registers a thread):
+//    per k-step it waits for the stage, issues its six wgmmas with both operands from shared
+//    memory, waits for the previous step's, and hands that stage back (one arrival). Both
+//    consumers take every step of the one ring, in order, consumer 1 three steps behind (so
+//    that their roundings fall apart: stagger_steps). No block barrier anywhere in the loop.
+//  - A consumer rounds a channel into its own staging tile (tile128's, reconstruct_tile_io.cuh),
+//    which the copy engine stores; it waits for those reads only before its next tile's first
+//    rounding. A lower tile past the image is multiplied (on the upper tile's US) but not stored.
+//  - Values at k >= the task's rank (the blocks hold them up to rank_kept) are zeroed in the stage
+//    by the consumer before its wgmmas, on the one step of a channel that holds them.
+// (Sessions 18-19, docs/experiments/session-18 and -19: patches 1-3 built the same with a tile
+// per consumer; this is patch 6's version, "coop", with patch 12's stagger, "coopstag2".)
+//
+// Why: the kernel before it (sessions 8-18: two blocks of two warpgroups per SM, US in
+// registers split by the threads, a block barrier every k-step before thread 0 refilled the
+// ring) spent 0.73-0.78 of its time at k = 256 outside its MMAs, on that synchronisation
+// (docs/PERFORMANCE.md, session 15), and at small ranks each tile's chain of latencies (first
+// copies, drains, rounding, copy-out) was serial. This one ran 1.13-1.36x faster at k = 16,
+// 1.0-1.11x at k = 64 and 1.03-1.14x at k = 256 on the H100, 0.96-0.98x at 1920 x 1080, k = 256
+// (its last pair of row tiles has no lower tile: a tenth of the MMAs wasted); session 19.
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
@@ -56,24 +54,23 @@
 namespace svdserve::gpu {
 namespace {
 
-using detail::kStoreBytes;
+using detail::kWarpgroupThreads;
 using detail::kWgmmaRows;
 using Layout = WgmmaOperandLayout;
 
 constexpr uint32_t kTile = Layout::kTile;
-constexpr uint32_t kThreads = 256;  // two warpgroups: tile rows 0-63 and 64-127
+constexpr uint32_t kConsumers = 2;
+constexpr uint32_t kWarpSize = 32;
+// Two consumer warpgroups (warps 0-7: a warpgroup's warps must be 4 aligned ones), then the
+// producer warp. One block per SM leaves 224 registers a thread.
+constexpr uint32_t kProducerThread = kConsumers * kWarpgroupThreads;
+constexpr uint32_t kThreads = kProducerThread + kWarpSize;
 static_assert(kTile == 2 * kWgmmaRows);
 
-// A stage holds one k-step's operands as they arrive (wgmma_operands.hpp): the US block, then
-// V's big and small parts.
-constexpr uint32_t kUsBytes = Layout::kUsStepBytes;
-constexpr uint32_t kStageBytes = kUsBytes + Layout::kVStepBytes;
-static_assert(kStageBytes % kStoreBytes == 0);  // the staging tile after the stages: aligned
-
-constexpr int kMinBlocksPerSm = 2;
-// A launch whose ranks are all 8 or less needs k 0-7 of each step only.
-constexpr uint32_t kHalfStepMaxRank = Layout::kDepth / 2;
-constexpr uint32_t kLoopOverTilesFromRank = 32;
+// A stage holds one k-step's operands of a 256 x 128 pair of tiles, one above the other: the
+// upper tile's US block, the lower one's, then their V block.
+constexpr uint32_t kStepBytes = Layout::kStepBytes;
+constexpr uint32_t kStageBytes = 3 * kStepBytes;
 
 template <uint32_t kChannels>
 constexpr uint32_t pitch() {
@@ -83,25 +80,26 @@ constexpr uint32_t pitch() {
 // H100 / H200: 228 KiB of shared memory per SM, 1 KiB of it reserved per block.
 constexpr std::size_t kSharedBytesPerSm = 228 * 1024;
 constexpr std::size_t kReservedBytesPerBlock = 1024;
-constexpr uint32_t kMaxStages = 6;
+constexpr uint32_t kMaxStages = 8;
 
-// Shared memory: the stages, the staging tile, the stages' barriers, then thread 0's place in
-// the stream (OperandRing::FillCursor).
-constexpr std::size_t kFillCursorBytes = 48;  // OperandRing::FillCursor, 8-byte aligned
+// Shared memory: the stages, the consumers' staging tiles, then the stages' full and empty
+// barriers.
+template <uint32_t kChannels>
+constexpr std::size_t staging_offset(uint32_t stages) {
+  return std::size_t{stages} * kStageBytes;
+}
 template <uint32_t kChannels>
 constexpr std::size_t shared_bytes_with(uint32_t stages) {
-  return std::size_t{stages} * kStageBytes + std::size_t{kTile} * pitch<kChannels>() +
-         std::size_t{stages} * sizeof(uint64_t) + kFillCursorBytes;
+  return staging_offset<kChannels>(stages) +
+         kConsumers * kTile * pitch<kChannels>() +
+         2 * std::size_t{stages} * sizeof(uint64_t);
 }
 
-// As many stages as let two blocks share an SM, up to kMaxStages (3 with 4 channels, 5 with 3).
+// As many stages as fit beside the staging tiles, up to kMaxStages.
 template <uint32_t kChannels>
 constexpr uint32_t stages() {
   uint32_t s = kMaxStages;
-  while (kMinBlocksPerSm * (shared_bytes_with<kChannels>(s) + kReservedBytesPerBlock) >
-         kSharedBytesPerSm) {
-    --s;
-  }
+  while (shared_bytes_with<kChannels>(s) + kReservedBytesPerBlock > kSharedBytesPerSm) --s;
   return s;
 }
 
@@ -110,53 +108,22 @@ constexpr std::size_t shared_bytes() {
   return shared_bytes_with<kChannels>(stages<kChannels>());
 }
 
-static_assert(stages<1>() == 5 && stages<2>() == 4 && stages<3>() == 3 && stages<4>() == 2);
+static_assert(stages<1>() == 7 && stages<2>() == 6 && stages<3>() == 5 && stages<4>() == 3);
 // Descriptor addresses: 14 bits of 16-byte units.
 static_assert(shared_bytes<1>() < (1U << 18) && shared_bytes<2>() < (1U << 18) &&
               shared_bytes<3>() < (1U << 18) && shared_bytes<4>() < (1U << 18));
+// A launch whose ranks are all 8 or less needs k 0-7 of each step only.
+constexpr uint32_t kHalfStepMaxRank = Layout::kDepth / 2;
 
 #if SVDSERVE_HAS_WGMMA
 
 constexpr uint32_t kDepth = Layout::kDepth;  // values of k a step: FP16 wgmma's k16
 static_assert(kDepth == detail::kWgmmaF16Depth);
-
-constexpr uint32_t kWarpSize = 32;
-constexpr uint32_t kPartBytes = Layout::kVPartBytes;  // the small part after the big one
-constexpr uint32_t kValuesPerThread = 8;  // US values of one k-step a thread holds
-constexpr uint32_t kRegistersPerThread = 4;  // two halves each
-// V's core matrices in a stage (wgmma_operands.hpp): the next 8 values of k are in the block's
-// second half, the next 8 columns a core matrix further.
-constexpr uint32_t kLeadingBytes = Layout::kHalfStepBytes;
-constexpr uint32_t kStrideBytes = detail::kCoreMatrixBytes;
-static_assert(kUsBytes == Layout::kVStepBytes);  // one copy size serves both operands
-
-// This thread's US operand of one k-step, split: its 8 values in the register-A layout
-// (wgmma_f16), as big and small FP16 parts, two values a register.
-struct UsFragment {
-  uint32_t big[kRegistersPerThread];
-  uint32_t small[kRegistersPerThread];
-
-  // From the stage's US block (this thread's 16 bytes of each half); values at k >= rank are
-  // zero (the block holds them up to rank_kept; a half not copied holds older bytes): k0 is the
-  // step's first k.
-  __device__ __forceinline__ void read(const unsigned char* stage, uint32_t k0, uint32_t rank) {
-    constexpr uint32_t kHalfVectors = Layout::kHalfStepBytes / sizeof(float4);
-    const float4 lo = reinterpret_cast<const float4*>(stage)[threadIdx.x];
-    const float4 hi = reinterpret_cast<const float4*>(stage)[kHalfVectors + threadIdx.x];
-    float values[kValuesPerThread] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    const uint32_t k = k0 + 2 * (threadIdx.x % 4);  // value i at k + i % 2 + 8 (i / 4)
-#pragma unroll
-    for (uint32_t i = 0; i < kValuesPerThread; ++i) {
-      if (k + i % 2 + 8 * (i / 4) >= rank) values[i] = 0.0F;
-    }
-#pragma unroll
-    for (uint32_t r = 0; r < kRegistersPerThread; ++r) {
-      const detail::SplitF16x2 parts = detail::split_f16x2(values[2 * r], values[2 * r + 1]);
-      big[r] = parts.big;
-      small[r] = parts.small;
-    }
-  }
-};
+constexpr uint32_t kHalfDepth = kDepth / 2;
+constexpr uint32_t kPartBytes = Layout::kPartBytes;  // the small part after the big one
+constexpr uint32_t kHalfStepBytes = Layout::kHalfStepBytes;
+// The second 64 rows of a US part: 8 row groups of one core matrix further.
+constexpr uint32_t kSecondRowsBytes = kWgmmaRows / 8 * detail::kCoreMatrixBytes;
 
 // Tile t of a launch: column tile fastest, then row tile, then task.
 struct TileIndex {
@@ -173,296 +140,301 @@ __device__ __forceinline__ uint32_t slices_for(uint32_t rank) {
   return max(1U, (rank + kDepth - 1) / kDepth);
 }
 
-// A place in the block's stream of k-steps (its tiles' steps one after the other, channel by
-// channel): `step` counts them all; step s uses stage s % kStages for the (s / kStages)-th time,
-// whose parity is `phase`.
-struct StepCursor {
-  uint32_t step = 0;
-  uint32_t channel = 0;
-  uint32_t slice = 0;
-  uint32_t stage = 0;
-  uint32_t phase = 0;
-
-  template <uint32_t kStages>
-  __device__ __forceinline__ void advance(uint32_t slices) {
-    ++step;
-    if (++slice == slices) {
-      slice = 0;
-      ++channel;
-    }
-    if (++stage == kStages) {
-      stage = 0;
-      phase ^= 1U;
-    }
-  }
-};
-
-// Where the copies of one tile start: its first step's US and V blocks, how far to skip from the
-// block after a channel's last to the next channel's first, and the steps per channel.
-struct TilePlan {
-  const unsigned char* us;
-  const unsigned char* v;
-  // 32-bit (64-bit skips made the kernel 1.05-1.16x slower, measured): write_wgmma_operands
-  // refuses a layout whose channel's blocks pass 4 GiB.
-  uint32_t us_skip;
-  uint32_t v_skip;
+// Pair p of a launch: tiles 2r and 2r + 1 of a column (the second may be past the image), for
+// consumers 0 and 1; column fastest, then r, then task.
+struct PairWork {
+  TileIndex at;  // at.row: r
+  const ReconstructTask* task;
   uint32_t slices;
-  uint32_t tile;  // tiles: none
+
+  __device__ __forceinline__ PairWork(const ReconstructTask* tasks, uint32_t p,
+                                      const ImageShape& shape)
+      : at(p, pair_rows(shape), (shape.width + kTile - 1) / kTile),
+        task(tasks + at.task),
+        slices(slices_for(task->rank)) {}
+
+  __device__ __forceinline__ static uint32_t pair_rows(const ImageShape& shape) {
+    return (shape.height + 2 * kTile - 1) / (2 * kTile);
+  }
+  // The row tile of `consumer`'s tile, and whether the image has it.
+  __device__ __forceinline__ uint32_t row_tile(uint32_t consumer) const {
+    return 2 * at.row + consumer;
+  }
 };
 
-// The ring the operands stream through. Thread 0 fills a stage with two bulk copies (its
-// barrier's phase completes when the bytes have landed), once the block's threads are past a
-// block barrier that follows their last use of the stage; it runs on into the block's next tile
-// while this one's last steps are multiplied and its pixels stored.
-// A refill holds up thread 0's warpgroup (measured: splitting the refills between two threads,
-// or looking the task up at every copy, made the kernel slower), so it is kept to a few shared
-// loads: thread 0's place in the stream lives in shared memory (FillCursor), with the tile's
-// copy addresses, worked out once per tile (TilePlan).
-// kFirstHalves: every task's rank is 8 or less, so each step copies its blocks' first halves
-// (k 0-7) only.
-template <uint32_t kStages, bool kFirstHalves>
-class OperandRing {
- public:
-  struct FillCursor {
-    TilePlan plan;  // of the tile being filled
-    uint32_t channel;
-    uint32_t slice;
-    uint32_t step;  // the stream's next step to fill
-  };
-  __device__ __forceinline__ OperandRing(unsigned char* stages, uint64_t* barriers,
-                                         FillCursor* cursor, const ReconstructTask* tasks,
-                                         uint32_t tiles, const ImageShape& shape)
-      : stages_(stages),
-        landed_(barriers),
-        cursor_(cursor),
-        tasks_(tasks),
-        tiles_(tiles),
-        shape_(shape) {}
+// The ring: kStages stages, each with a "full" barrier (the producer's arrival, then the copies'
+// bytes) and an "empty" one (both consumers' hand-back). Step s uses stage s % kStages for the
+// (s / kStages)-th time, whose parity the waits name. Both consumers take every step, in order.
+template <uint32_t kStages>
+struct Ring {
+  unsigned char* stages;
+  uint64_t* full;
+  uint64_t* empty;
 
-  // Thread 0, before the block's first barrier: the barriers, and the first stages' copies.
-  __device__ __forceinline__ void start() {
-    for (uint32_t s = 0; s < kStages; ++s) detail::init_barrier(landed_ + s, 1);
-    detail::fence_barrier_init();
-    *cursor_ = {plan(blockIdx.x), 0, 0, 0};
-    fill_until(kStages);
+  __device__ __forceinline__ uint32_t stage(uint32_t step) const { return step % kStages; }
+  __device__ __forceinline__ uint32_t parity(uint32_t step) const { return step / kStages % 2; }
+  __device__ __forceinline__ unsigned char* at(uint32_t step) const {
+    return stages + stage(step) * kStageBytes;
   }
+};
 
-  // Thread 0, after a block barrier that every thread reached with the stream's steps
-  // 0 .. done - 1 finished (their wgmmas waited for): their stages are free.
-  __device__ __forceinline__ void fill_until(uint32_t done_plus_stages) {
-    FillCursor c = *cursor_;
-    while (c.plan.tile < tiles_ && c.step < done_plus_stages) {
-      const uint32_t stage_index = c.step % kStages;
-      unsigned char* const stage = stages_ + stage_index * kStageBytes;
-      uint64_t* const landed = landed_ + stage_index;
-      constexpr uint32_t kCopyBytes = kFirstHalves ? Layout::kHalfStepBytes : kUsBytes;
-      detail::arrive_expecting(landed, 2 * kCopyBytes);
-      detail::bulk_load(stage, c.plan.us, kCopyBytes, landed);
-      detail::bulk_load(stage + kUsBytes, c.plan.v, kCopyBytes, landed);
-      ++c.step;
-      c.plan.us += kUsBytes;
-      c.plan.v += Layout::kVStepBytes;
-      if (++c.slice == c.plan.slices) {
-        c.slice = 0;
-        c.plan.us += c.plan.us_skip;
-        c.plan.v += c.plan.v_skip;
-        if (++c.channel == shape_.channels) {
-          c.channel = 0;
-          c.plan = plan(c.plan.tile + gridDim.x);
-        }
+// The producer: each pair's k-steps, channel by channel, into the ring, each stage once both
+// consumers handed it back. A lower tile past the image gets the upper tile's US again (finite
+// values in the operands' bounds; that consumer stores nothing).
+// kFirstHalves: every task's rank is 8 or less, so each step copies its blocks' first halves.
+template <uint32_t kChannels, uint32_t kStages, bool kFirstHalves>
+__device__ __forceinline__ void produce(const Ring<kStages>& ring, const ReconstructTask* tasks,
+                                        uint32_t pairs, const ImageShape& shape) {
+  constexpr uint32_t kCopyBytes = kFirstHalves ? kHalfStepBytes : kStepBytes;
+  const uint32_t row_tiles = (shape.height + kTile - 1) / kTile;
+  uint32_t step = 0;
+#pragma unroll 1
+  for (uint32_t p = blockIdx.x; p < pairs; p += gridDim.x) {
+    const PairWork work(tasks, p, shape);
+    // The caller's contract (reconstruct.hpp): checked before any copy from it, so that the
+    // kernel fails without a pixel written from it.
+    if (work.task->wgmma_operands == nullptr) __trap();
+    const auto* operands = static_cast<const unsigned char*>(work.task->wgmma_operands);
+    const Layout layout{shape, work.task->rank_kept};
+    const uint32_t upper = work.row_tile(0);
+    const uint32_t lower = min(work.row_tile(1), row_tiles - 1);
+#pragma unroll 1
+    for (uint32_t channel = 0; channel < kChannels; ++channel) {
+      const unsigned char* us_upper = operands + layout.us_offset(channel, upper, 0);
+      const unsigned char* us_lower = operands + layout.us_offset(channel, lower, 0);
+      const unsigned char* v = operands + layout.v_offset(channel, work.at.col, 0);
+#pragma unroll 1
+      for (uint32_t slice = 0; slice < work.slices; ++slice, ++step) {
+        uint64_t* const full = ring.full + ring.stage(step);
+        unsigned char* const stage = ring.at(step);
+        // A fresh barrier's "previous phase" counts as complete: the first round does not wait.
+        detail::wait_barrier(ring.empty + ring.stage(step), ring.parity(step) ^ 1U);
+        detail::arrive_expecting(full, 3 * kCopyBytes);
+        const uint32_t offset = slice * kStepBytes;
+        detail::bulk_load(stage, us_upper + offset, kCopyBytes, full);
+        detail::bulk_load(stage + kStepBytes, us_lower + offset, kCopyBytes, full);
+        detail::bulk_load(stage + 2 * kStepBytes, v + offset, kCopyBytes, full);
       }
     }
-    *cursor_ = c;
   }
+}
 
-  __device__ __forceinline__ void wait_landed(const StepCursor& at) const {
-    detail::wait_barrier(landed_ + at.stage, at.phase);
+// This warpgroup's 128 threads only (named barrier 1 + consumer; 0 is __syncthreads).
+__device__ __forceinline__ void sync_consumer(uint32_t consumer) {
+  asm volatile("bar.sync %0, %1;" ::"r"(1 + consumer), "n"(kWarpgroupThreads) : "memory");
+}
+
+// Consumer 1 starts stagger_steps() + 1 k-steps behind consumer 0 (named barrier 3: 0 is
+// __syncthreads, 1-2 sync_consumer). Why: both consumers take every step of the one ring, so
+// started together they drain, round and copy out at the same moments, with the tensor cores and
+// the stream idle meanwhile. Apart, one's MMAs run while the other rounds, and the lead holds:
+// whichever rounds, the other takes the tensor cores alone. Two steps against none: 1.2-1.3x
+// at k = 16, up to 1.05x at k = 64, the same at k = 256 (four steps: no gain at k = 16);
+// docs/PERFORMANCE.md, session 19.
+// The lead is bounded by the ring: the leader cannot refill a stage the follower still holds.
+template <uint32_t kStages>
+constexpr uint32_t stagger_steps() {
+  return std::min<uint32_t>(2, kStages - 1);  // stages 0..kStages-1 are filled without a release
+}
+constexpr uint32_t kStaggerBarrier = 3;
+
+__device__ __forceinline__ void wait_for_the_leader() {
+  asm volatile("bar.sync %0, %1;" ::"n"(kStaggerBarrier), "n"(kConsumers * kWarpgroupThreads)
+               : "memory");
+}
+
+__device__ __forceinline__ void release_the_follower() {
+  asm volatile("bar.arrive %0, %1;" ::"n"(kStaggerBarrier), "n"(kConsumers * kWarpgroupThreads)
+               : "memory");
+}
+
+// Zeroes the US values of k >= valid (0..15) in a landed stage, both parts, both halves: thread
+// `row` of the warpgroup takes its row's 16 bytes of each (the blocks hold US up to rank_kept,
+// the task may ask for less; with kFirstHalves the second halves were not copied at all).
+// Then visible to the warpgroup's wgmmas (the async proxy), once it has synchronised.
+__device__ __forceinline__ void zero_us_from(unsigned char* stage, uint32_t row, uint32_t valid) {
+  const uint32_t row_offset = row / 8 * detail::kCoreMatrixBytes + row % 8 * 16;
+#pragma unroll
+  for (uint32_t half = 0; half < 2; ++half) {
+    if (valid >= kHalfDepth * (half + 1)) continue;
+    const uint32_t keep = valid > kHalfDepth * half ? valid - kHalfDepth * half : 0;
+#pragma unroll
+    for (uint32_t part = 0; part < 2; ++part) {
+      auto* const values =
+          reinterpret_cast<uint16_t*>(stage + half * kHalfStepBytes + part * kPartBytes +
+                                      row_offset);
+      for (uint32_t k = keep; k < kHalfDepth; ++k) values[k] = 0;
+    }
   }
+  detail::fence_shared_for_wgmma();
+}
 
- private:
-  __device__ __forceinline__ TilePlan plan(uint32_t t) const {
-    TilePlan p{};
-    p.tile = min(t, tiles_);
-    if (t >= tiles_) return p;
-    const uint32_t row_tiles = (shape_.height + kTile - 1) / kTile;
-    const uint32_t col_tiles = (shape_.width + kTile - 1) / kTile;
-    const TileIndex at(t, row_tiles, col_tiles);
-    const ReconstructTask& task = tasks_[at.task];
-    const auto* operands = static_cast<const unsigned char*>(task.wgmma_operands);
-    const Layout layout{shape_, task.rank_kept};
-    p.slices = slices_for(task.rank);
-    p.us = operands + layout.us_offset(0, at.row, 0);
-    p.v = operands + layout.v_offset(0, at.col, 0);
-    p.us_skip = static_cast<uint32_t>(layout.us_offset(1, at.row, 0) -
-                                      layout.us_offset(0, at.row, p.slices));
-    p.v_skip = static_cast<uint32_t>(layout.v_offset(1, at.col, 0) -
-                                     layout.v_offset(0, at.col, p.slices));
-    return p;
-  }
-
-  unsigned char* stages_;
-  uint64_t* landed_;
-  FillCursor* cursor_;
-  const ReconstructTask* tasks_;
-  uint32_t tiles_;
-  ImageShape shape_;
-};
-
-// The descriptors of V's parts in stage 0; stage s's are kStageBytes * s further (the start
-// address is the descriptor's low field, in 16-byte units). With kFirstHalves (the steps copied
-// k 0-7 only) they read k 0-7 again for k 8-15 (leading byte offset 0): finite values, which meet
-// US's zeros there, never a stage's older or uninitialised bytes.
+// The six wgmmas of one k-step from one stage: for each 64-row half of the tile, the three
+// products (small terms first, as tensor).
 template <bool kFirstHalves>
 struct StageOperands {
+  uint64_t us_big;
+  uint64_t us_small;
   uint64_t v_big;
   uint64_t v_small;
 
-  __device__ __forceinline__ explicit StageOperands(const unsigned char* stage0)
-      : v_big(descriptor(stage0 + kUsBytes)), v_small(descriptor(stage0 + kUsBytes + kPartBytes)) {}
+  // With kFirstHalves (the steps copied k 0-7 only) V's descriptors read k 0-7 again for k 8-15
+  // (leading byte offset 0): finite values, which meet US's zeros there (zero_us_from), never a
+  // stage's older or uninitialised bytes.
+  // us0, v0: stage 0's US block of this consumer and V block.
+  __device__ __forceinline__ StageOperands(const unsigned char* us0, const unsigned char* v0)
+      : us_big(descriptor(us0, kHalfStepBytes)),
+        us_small(descriptor(us0 + kPartBytes, kHalfStepBytes)),
+        v_big(descriptor(v0, kFirstHalves ? 0 : kHalfStepBytes)),
+        v_small(descriptor(v0 + kPartBytes, kFirstHalves ? 0 : kHalfStepBytes)) {}
 
-  // The three wgmmas of one k-step from stage `stage` (small terms first, as tensor).
-  __device__ __forceinline__ void multiply(uint32_t stage, const UsFragment& us, bool accumulate,
-                                           detail::WgmmaAccumulators& acc) const {
+  __device__ __forceinline__ void multiply(uint32_t stage, bool accumulate,
+                                           detail::WgmmaAccumulators& top,
+                                           detail::WgmmaAccumulators& bottom) const {
     const uint64_t shift = uint64_t{stage} * (kStageBytes >> 4);
+    constexpr uint64_t kBottom = kSecondRowsBytes >> 4;
     detail::fence_wgmma_operands();
-    detail::wgmma_f16(acc, us.small, v_big + shift, accumulate);
-    detail::wgmma_f16(acc, us.big, v_small + shift, true);
-    detail::wgmma_f16(acc, us.big, v_big + shift, true);
+    detail::wgmma_f16(top, us_small + shift, v_big + shift, accumulate);
+    detail::wgmma_f16(top, us_big + shift, v_small + shift, true);
+    detail::wgmma_f16(top, us_big + shift, v_big + shift, true);
+    detail::wgmma_f16(bottom, us_small + shift + kBottom, v_big + shift, accumulate);
+    detail::wgmma_f16(bottom, us_big + shift + kBottom, v_small + shift, true);
+    detail::wgmma_f16(bottom, us_big + shift + kBottom, v_big + shift, true);
     detail::commit_wgmma_group();
   }
 
  private:
-  __device__ __forceinline__ static uint64_t descriptor(const unsigned char* part) {
-    return detail::wgmma_descriptor(part, kFirstHalves ? 0 : kLeadingBytes, kStrideBytes);
+  __device__ __forceinline__ static uint64_t descriptor(const unsigned char* part,
+                                                        uint32_t leading_bytes) {
+    return detail::wgmma_descriptor(part, leading_bytes, detail::kCoreMatrixBytes);
   }
 };
 
+// Where this thread's accumulators go (wgmma.cuh's layout): warp w of the warpgroup holds rows
+// 16w + g and 16w + g + 8 (g = lane / 4) of each 64-row half, columns 8j + 2t and 8j + 2t + 1
+// (t = lane % 4).
+constexpr uint32_t kRowsPerWarp = kWgmmaRows / (kWarpgroupThreads / kWarpSize);
+
+// Rounds one 64-row half's accumulators into channel `channel` of the staging tile.
+template <typename OutputTile>
+__device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulators& acc,
+                                                   const OutputTile& tile, unsigned char* staging,
+                                                   uint32_t first_row, uint32_t channel) {
+  constexpr uint32_t kChannels = OutputTile::kChannelCount;
+  const uint32_t first_col = 2 * (threadIdx.x % 4);
+#pragma unroll
+  for (uint32_t half = 0; half < 2; ++half) {
+    unsigned char* const stage_row = tile.staged(staging, first_row + kRowsPerWarp / 2 * half,
+                                                 channel);
+#pragma unroll
+    for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
+#pragma unroll
+      for (uint32_t e = 0; e < 2; ++e) {
+        const uint32_t col = 8 * j + first_col + e;
+        // STS.U8 stores the low byte; round_to_u8_packable leaves it there.
+        stage_row[col * kChannels] =
+            static_cast<uint8_t>(detail::round_to_u8_packable(acc[4 * j + 2 * half + e]));
+      }
+    }
+  }
+}
+
 #endif  // SVDSERVE_HAS_WGMMA
 
-// kFirstHalves: every task's rank is 8 or less (OperandRing, StageOperands).
+// kFirstHalves: every task's rank is 8 or less (produce, StageOperands).
 template <uint32_t kChannels, bool kFirstHalves>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
-    fused_reconstruct_wgmma_kernel(const ReconstructTask* __restrict__ tasks, uint32_t tiles,
+__global__ void __launch_bounds__(kThreads, 1)
+    fused_reconstruct_wgmma_kernel(const ReconstructTask* __restrict__ tasks, uint32_t pairs,
                                    uint32_t height, uint32_t width) {
 #if SVDSERVE_HAS_WGMMA
   constexpr uint32_t kPitch = pitch<kChannels>();
   constexpr uint32_t kStages = stages<kChannels>();
-  // A barrier every other step saves half of them but leaves the ring a step shorter: measured
-  // faster with 5 or more stages, slower with 3 (4 channels). It needs 4 or more: a refill
-  // covers the reads of the two steps up to the next one.
-  constexpr bool kRefillEveryStep = kStages < 5;
-  static_assert(kRefillEveryStep || kStages >= 4);
-  using Ring = OperandRing<kStages, kFirstHalves>;
-  static_assert(sizeof(typename Ring::FillCursor) <= kFillCursorBytes);
+  using Tile = detail::OutputTile<kTile, kWarpgroupThreads, kChannels, kPitch>;
   extern __shared__ __align__(128) unsigned char shared[];
-  unsigned char* const staging = shared + std::size_t{kStages} * kStageBytes;
-  auto* const barriers = reinterpret_cast<uint64_t*>(staging + std::size_t{kTile} * kPitch);
-  auto* const fill_cursor = reinterpret_cast<typename Ring::FillCursor*>(barriers + kStages);
-  const uint32_t warpgroup = threadIdx.x / detail::kWarpgroupThreads;
-  const uint32_t lane = threadIdx.x % kWarpSize;
-  // The accumulator layout (wgmma.cuh): warp w of the warpgroup holds rows 16w + g and
-  // 16w + g + 8 (g = lane / 4), columns 8j + 2t and 8j + 2t + 1 (t = lane % 4).
-  constexpr uint32_t kRowsPerWarp = kWgmmaRows / (detail::kWarpgroupThreads / kWarpSize);
-  const uint32_t first_row = warpgroup * kWgmmaRows +
-                             threadIdx.x % detail::kWarpgroupThreads / kWarpSize * kRowsPerWarp +
-                             lane / 4;
-  const uint32_t first_col = 2 * (lane % 4);
-  const uint32_t row_tiles = (height + kTile - 1) / kTile;
-  const uint32_t col_tiles = (width + kTile - 1) / kTile;
+  unsigned char* const all_staging = shared + staging_offset<kChannels>(kStages);
+  auto* const full =
+      reinterpret_cast<uint64_t*>(all_staging + kConsumers * kTile * kPitch);
+  const Ring<kStages> ring{shared, full, full + kStages};
+  const ImageShape shape{width, height, kChannels};
 
-  const StageOperands<kFirstHalves> operands(shared);
-  Ring ring(shared, barriers, fill_cursor, tasks, tiles, {width, height, kChannels});
-  if (threadIdx.x == 0) ring.start();
-  __syncthreads();  // the barriers are initialised
-
-  // Set once (the asm reads them); each channel's first wgmma then overwrites them.
-  detail::WgmmaAccumulators acc = {};
-  StepCursor at;  // the stream's next step
-  for (uint32_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const TileIndex tile_index(t, row_tiles, col_tiles);
-    const ReconstructTask& task = tasks[tile_index.task];
-    // The caller's contract (reconstruct.hpp). Checked here, not where thread 0 plans the tile's
-    // copies: a trap on that path made the whole kernel 1.1-1.2x slower (measured, session 9).
-    // Thread 0 may have issued this tile's first copies already: a null may then surface as an
-    // illegal address instead; either way the kernel fails and no pixel is written from it.
-    if (task.wgmma_operands == nullptr) __trap();
-    const detail::OutputTile<kTile, kThreads, kChannels, kPitch> tile(task, width, tile_index.row,
-                                                                      tile_index.col);
-    const uint32_t rank = task.rank;
-    const uint32_t slices = slices_for(rank);
-
-    // After the channel's last k-step: its accumulators rounded into the staging tile.
-    const auto finish_channel = [&](uint32_t channel) {
-#pragma unroll
-      for (uint32_t half = 0; half < 2; ++half) {
-        unsigned char* const stage_row =
-            tile.staged(staging, first_row + kRowsPerWarp / 2 * half, channel);
-#pragma unroll
-        for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
-#pragma unroll
-          for (uint32_t e = 0; e < 2; ++e) {
-            const uint32_t col = 8 * j + first_col + e;
-            // STS.U8 stores the low byte; round_to_u8_packable leaves it there.
-            stage_row[col * kChannels] =
-                static_cast<uint8_t>(detail::round_to_u8_packable(acc[4 * j + 2 * half + e]));
-          }
-        }
-      }
-    };
-    // One k-step (`at`): its wgmmas start on `us` (read from its stage the step before); once
-    // the previous step's wgmmas are done (at a channel's end: all of them, and the channel
-    // rounded into the staging tile), the block barrier if `refill` (past it, every thread is
-    // done with the steps before the one just issued: thread 0 refills their stages), and the
-    // next step's US is read into `next_us` once its stage has landed.
-    const auto run_step = [&](const UsFragment& us, UsFragment& next_us, bool refill) {
-      operands.multiply(at.stage, us, at.slice != 0, acc);
-      const uint32_t channel = at.channel;
-      at.template advance<kStages>(slices);
-      if (at.slice == 0) {  // this was the channel's last step
-        detail::wait_wgmma<0>();
-        detail::pin_accumulators(acc);
-        finish_channel(channel);
-      } else {
-        detail::wait_wgmma<1>();  // the previous step's wgmmas: its stage and registers are free
-      }
-      if (refill) {
-        __syncthreads();
-        if (threadIdx.x == 0) {
-          // The threads' generic loads of the freed stages' US before the copy engine's writes
-          // into them (a write after read across proxies; the loads are complete, their values
-          // went into waited wgmmas, but the memory model asks for the fence on the path).
-          detail::fence_shared_for_bulk_copy();
-          ring.fill_until(at.step - 1 + kStages);
-        }
-      }
-      if (at.channel < kChannels) {
-        ring.wait_landed(at);
-        next_us.read(shared + at.stage * kStageBytes, at.slice * kDepth, rank);
-      }
-    };
-
-    at.channel = 0;
-    UsFragment even_us;  // the US of the even steps of the tile, split
-    UsFragment odd_us;
-    ring.wait_landed(at);
-    even_us.read(shared + at.stage * kStageBytes, 0, rank);
-#pragma unroll 1
-    while (at.channel < kChannels) {
-      run_step(even_us, odd_us, kRefillEveryStep);
-      if (at.channel < kChannels) run_step(odd_us, even_us, true);
+  if (threadIdx.x == 0) {
+    for (uint32_t s = 0; s < kStages; ++s) {
+      detail::init_barrier(ring.full + s, 1);
+      detail::init_barrier(ring.empty + s, kConsumers);
     }
-    // Every group is complete already (the last step waited for all); saying so keeps ptxas
-    // from putting a full wait inside the loop, which it cannot prove empty at the loop's exit.
-    detail::wait_wgmma<0>();
-
-    __syncthreads();  // the staging tile is complete, and every step of the tile done
-    if (threadIdx.x == 0) {
-      detail::fence_shared_for_bulk_copy();
-      ring.fill_until(at.step + kStages);
-    }
-    tile.copy_out(staging, height, width);
-    __syncthreads();  // the staging tile is read: the next tile may write it
+    detail::fence_barrier_init();
   }
+  __syncthreads();  // the barriers are initialised; no block barrier after this one
+
+  if (threadIdx.x >= kProducerThread) {
+    if (threadIdx.x == kProducerThread) {
+      produce<kChannels, kStages, kFirstHalves>(ring, tasks, pairs, shape);
+    }
+    return;
+  }
+
+  const uint32_t consumer = threadIdx.x / kWarpgroupThreads;
+  const uint32_t thread = threadIdx.x % kWarpgroupThreads;  // in the warpgroup: a tile row
+  unsigned char* const staging = all_staging + std::size_t{consumer} * kTile * kPitch;
+  const uint32_t first_row = thread / kWarpSize * kRowsPerWarp + threadIdx.x % kWarpSize / 4;
+  const StageOperands<kFirstHalves> operands(shared + consumer * kStepBytes,
+                                             shared + kConsumers * kStepBytes);
+  const uint32_t row_tiles = (height + kTile - 1) / kTile;
+  // Set once (the asm reads them); each channel's first wgmmas then overwrite them.
+  detail::WgmmaAccumulators top = {};
+  detail::WgmmaAccumulators bottom = {};
+  uint32_t step = 0;
+  bool stored_before = false;  // this consumer's staging holds an earlier tile, maybe still read
+  bool follower_released = consumer != 0;
+  if (consumer == 1) wait_for_the_leader();
+
+#pragma unroll 1
+  for (uint32_t p = blockIdx.x; p < pairs; p += gridDim.x) {
+    const PairWork work(tasks, p, shape);
+    const uint32_t rank = work.task->rank;
+    const uint32_t row_tile = work.row_tile(consumer);
+    const bool in_image = row_tile < row_tiles;  // else: multiplies, stores nothing
+    const Tile tile(*work.task, width, min(row_tile, row_tiles - 1), work.at.col);
+#pragma unroll 1
+    for (uint32_t channel = 0; channel < kChannels; ++channel) {
+#pragma unroll 1
+      for (uint32_t slice = 0; slice < work.slices; ++slice, ++step) {
+        detail::wait_barrier(ring.full + ring.stage(step), ring.parity(step));
+        const uint32_t k0 = slice * kDepth;
+        if (kFirstHalves || rank < k0 + kDepth) {  // the one step of the channel past the rank
+          zero_us_from(ring.at(step) + consumer * kStepBytes, thread, rank - k0);
+          sync_consumer(consumer);
+        }
+        operands.multiply(ring.stage(step), slice != 0, top, bottom);
+        if (!follower_released && step == stagger_steps<kStages>()) {
+          release_the_follower();
+          follower_released = true;
+        }
+        if (slice != 0) {
+          detail::wait_wgmma<1>();  // the previous step's wgmmas: its stage is free
+          if (thread == 0) detail::arrive(ring.empty + ring.stage(step - 1));
+        }
+      }
+      detail::wait_wgmma<0>();
+      if (thread == 0) detail::arrive(ring.empty + ring.stage(step - 1));
+      detail::pin_accumulators(top);
+      detail::pin_accumulators(bottom);
+
+      if (!in_image) continue;
+      if (channel == 0 && stored_before) {  // the earlier tile's copy-out has read the staging
+        detail::wait_bulk_reads();
+        sync_consumer(consumer);
+      }
+      round_into_staging(top, tile, staging, first_row, channel);
+      round_into_staging(bottom, tile, staging, kWgmmaRows + first_row, channel);
+    }
+    if (in_image) {
+      tile.copy_out_async(staging, height, width, thread, [&] { sync_consumer(consumer); });
+      stored_before = true;
+    }
+  }
+  if (!follower_released) release_the_follower();  // fewer steps than the stagger
+  detail::wait_bulk_reads();  // before the block's shared memory goes
 #else
   __trap();  // launch_fused_reconstruct launches this kernel on sm_90 devices only
 #endif
@@ -515,21 +487,16 @@ bool fused_wgmma_supported() noexcept {
 
 void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
                            const ImageShape& shape, uint32_t max_rank, StreamView stream) {
-  const uint32_t tiles =
-      ((shape.width + kTile - 1) / kTile) * ((shape.height + kTile - 1) / kTile) * count;
-  if (tiles == 0) return;
-  // From kLoopOverTilesFromRank, as many blocks as stay resident together, each looping over
-  // tiles (its ring runs on into the next tile while this one is stored: measured 1.04-1.08x
-  // faster at rank 256, 1.02-1.07x at 64; docs/PERFORMANCE.md, session 9); below it, a block
-  // per tile (looping measured equal or up to 6 % slower at ranks 8 to 24).
-  uint32_t blocks = tiles;
-  if (max_rank >= kLoopOverTilesFromRank) {
-    int device = 0;
-    int sms = 0;
-    SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
-    SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    blocks = std::min(tiles, static_cast<uint32_t>(kMinBlocksPerSm * sms));
-  }
+  const uint32_t pairs =
+      ((shape.width + kTile - 1) / kTile) * ((shape.height + 2 * kTile - 1) / (2 * kTile)) * count;
+  if (pairs == 0) return;
+  // Persistent: one block per SM, each looping over its pairs of tiles (fewer where there are
+  // fewer).
+  int device = 0;
+  int sms = 0;
+  SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
+  SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const uint32_t blocks = std::min(pairs, static_cast<uint32_t>(sms));
   // Up to rank 8 the steps copy k 0-7 only (wgmma_operands.hpp): 0.99-1.05x of session 13's TF32
   // kernel at ranks 2-8 instead of 0.85-0.94x with whole steps (docs/PERFORMANCE.md, session 14).
   // A kernel of its own, so that its copy sizes and descriptors stay constants in the loop.
@@ -541,7 +508,7 @@ void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
     SVDSERVE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(shared_bytes<kChannels>())));
     kernel<<<blocks, kThreads, shared_bytes<kChannels>(), stream.value()>>>(
-        tasks_device, tiles, shape.height, shape.width);
+        tasks_device, pairs, shape.height, shape.width);
     SVDSERVE_CUDA_CHECK_LAUNCH();
   });
 }

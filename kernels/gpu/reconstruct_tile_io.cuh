@@ -98,18 +98,20 @@ __device__ __forceinline__ void copy_narrow(unsigned char* out, const unsigned c
   }
 }
 
-// Copies the staged tile (tile_rows x tile_cols pixels) to tile_out. Work item = one aligned
-// 16-byte chunk of one row segment; consecutive threads take consecutive chunks, so a warp
-// writes contiguous memory. The caller synchronises before (staging complete).
+// Copies the staged tile (tile_rows x tile_cols pixels) to tile_out, by kThreads threads of
+// which this is `thread`. Work item = one aligned 16-byte chunk of one row segment; consecutive
+// threads take consecutive chunks, so a warp writes contiguous memory. The caller synchronises
+// before (staging complete).
 template <typename Pixel, uint32_t kChannels, uint32_t kPitch, uint32_t kThreads>
 __device__ __forceinline__ void copy_out_tile(const unsigned char* staging,
                                               unsigned char* tile_out, std::size_t row_bytes,
-                                              uint32_t tile_rows, uint32_t tile_cols) {
+                                              uint32_t tile_rows, uint32_t tile_cols,
+                                              uint32_t thread) {
   constexpr uint32_t kPixelBytes = kChannels * sizeof(Pixel);
   const uint32_t segment_bytes = tile_cols * kPixelBytes;
   const uint32_t chunks_per_row = (segment_bytes + 2 * kStoreBytes - 2) / kStoreBytes;
   const uint32_t chunks = tile_rows * chunks_per_row;
-  for (uint32_t item = threadIdx.x; item < chunks; item += kThreads) {
+  for (uint32_t item = thread; item < chunks; item += kThreads) {
     const uint32_t row = item / chunks_per_row;
     const uint32_t chunk = item - row * chunks_per_row;
     unsigned char* const row_out = tile_out + row * row_bytes;

@@ -87,6 +87,8 @@ struct SliceLoad {
 // staging tile (reconstruct_tile_io.cuh's contract), each staging row kPitch bytes.
 template <uint32_t kTile, uint32_t kThreads, uint32_t kChannels, uint32_t kPitch>
 struct OutputTile {
+  static constexpr uint32_t kChannelCount = kChannels;
+
   uint32_t row0;
   uint32_t col0;
   std::size_t row_bytes;
@@ -137,7 +139,36 @@ struct OutputTile {
     }
 #endif
     copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, out, row_bytes, tile_rows,
-                                                        tile_cols);
+                                                        tile_cols, threadIdx.x);
+  }
+
+  // copy_out for a tile of its own in a group of kThreads threads (a warpgroup) of which this is
+  // `thread`, synchronised by sync() alone, and without waiting for the copy engine: the caller
+  // waits for its reads (wait_bulk_reads, then sync()) before it writes the staging again, and
+  // before the block exits. The threads' copy has finished when sync() returns after it.
+  template <typename Sync>
+  __device__ __forceinline__ void copy_out_async(const unsigned char* staging, uint32_t height,
+                                                 uint32_t width, uint32_t thread,
+                                                 Sync&& sync) const {
+    const uint32_t tile_rows = min(kTile, height - row0);
+    const uint32_t tile_cols = min(kTile, width - col0);
+    const uint32_t segment_bytes = tile_cols * kChannels;
+#if SVDSERVE_HAS_BULK_STORE
+    if (misalignment(reinterpret_cast<std::uintptr_t>(out)) == 0 &&
+        row_bytes % kBulkAlignment == 0 && segment_bytes % kBulkAlignment == 0) {
+      static_assert(kPitch % kBulkAlignment == 0 && kThreads >= kTile);
+      fence_shared_for_bulk_copy();
+      sync();
+      if (thread < tile_rows) {
+        bulk_store(out + thread * row_bytes, staging + thread * kPitch, segment_bytes);
+        commit_bulk_group();
+      }
+      return;
+    }
+#endif
+    sync();
+    copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, out, row_bytes, tile_rows,
+                                                        tile_cols, thread);
   }
 };
 

@@ -4,22 +4,18 @@
 // in FP16 with FP32 accumulators, three products per term for FP32 accuracy (big*big + big*small +
 // small*big, each value split into an FP16 big part and the FP16 of what that leaves). Each
 // k-step (16 values of k) of one 128-row tile of US, and of one 128-column tile of V, is one
-// contiguous block, so that a block of the kernel fetches a step's operands with two bulk copies
-// (the copy engine: no thread loads, as far ahead as its shared memory allows):
-//  - US blocks (8 KiB): FP32, scaled by 2^-e, in the order the threads hold them in wgmma's
-//    register-A layout (wgmma.cuh, wgmma_f16), so each thread reads its fragment with two 16-byte
-//    shared loads and splits it into FP16 parts itself;
-//  - V blocks (8 KiB): scaled by 2^e and split once into FP16 big and small parts, each part in
-//    wgmma's K-major core-matrix layout (wgmma.cuh).
+// contiguous block of 8 KiB, so that the kernel's producer fetches a step's operands with two
+// bulk copies (the copy engine: no thread loads, as far ahead as its shared memory allows), and
+// its wgmmas read both straight from shared memory:
+//  - US scaled by 2^-e and V by 2^e, each split once into FP16 big and small parts;
+//  - each part in wgmma's K-major core-matrix layout (wgmma.cuh): 8 rows (or columns) x 8 values
+//    of k, 128 bytes; row group g at byte 128 g.
 // Each block holds its k-step in two halves of 4 KiB, k 0-7 then k 8-15, so that a tile of rank
-// 8 or less copies the first halves only (kHalfStepBytes):
-//  - US half h: thread T's 4 values of k 8h + 2t and 8h + 2t + 1 (rows g and g + 8) at byte
-//    16 T (its registers a[2h] and a[2h + 1]);
-//  - V half h: the big part's core matrices (8 columns x 8 values of k, 128 bytes; column group
-//    c at byte 128 c), then the small part's (kVPartBytes further).
+// 8 or less copies the first halves only (kHalfStepBytes); a half is the big part's core
+// matrices, then the small part's (kPartBytes further).
 // All US blocks come first, [channel][row tile][k-step], then the V blocks, [channel][column
-// tile][k-step]. Rows and columns past the image and k past rank_kept are zero. Size: US's bytes
-// plus V's (two FP16 parts), rounded up to whole tiles and k-steps.
+// tile][k-step]. Rows and columns past the image and k past rank_kept are zero. Size: US's and V's
+// bytes in FP32 (two FP16 parts each), rounded up to whole tiles and k-steps.
 //
 // Why the scale: FP16 holds magnitudes up to 65504, and its normal numbers start at 2^-14.
 // US = U diag(S) reaches the image's size (|US[i][k]| <= the channel's Frobenius norm), while V's
@@ -40,10 +36,10 @@ namespace svdserve::gpu {
 struct WgmmaOperandLayout {
   static constexpr uint32_t kTile = 128;  // rows of a US tile, columns of a V tile
   static constexpr uint32_t kDepth = 16;  // values of k in one k-step (FP16 wgmma: k16)
-  static constexpr std::size_t kUsStepBytes = std::size_t{kTile} * kDepth * sizeof(float);
-  static constexpr std::size_t kVStepBytes = std::size_t{kTile} * kDepth * 2 * sizeof(uint16_t);
-  static constexpr std::size_t kHalfStepBytes = kUsStepBytes / 2;  // US's or V's, k 0-7 or 8-15
-  static constexpr std::size_t kVPartBytes = kHalfStepBytes / 2;    // one part of a V half
+  // One k-step of a tile of either factor: two FP16 parts.
+  static constexpr std::size_t kStepBytes = std::size_t{kTile} * kDepth * 2 * sizeof(uint16_t);
+  static constexpr std::size_t kHalfStepBytes = kStepBytes / 2;  // k 0-7 or 8-15
+  static constexpr std::size_t kPartBytes = kHalfStepBytes / 2;  // one part of a half
 
   ImageShape shape;
   uint32_t rank_kept = 0;
@@ -53,12 +49,12 @@ struct WgmmaOperandLayout {
   [[nodiscard]] constexpr uint32_t col_tiles() const { return (shape.width + kTile - 1) / kTile; }
   [[nodiscard]] constexpr std::size_t us_offset(uint32_t channel, uint32_t row_tile,
                                                 uint32_t step) const {
-    return ((std::size_t{channel} * row_tiles() + row_tile) * steps() + step) * kUsStepBytes;
+    return ((std::size_t{channel} * row_tiles() + row_tile) * steps() + step) * kStepBytes;
   }
   [[nodiscard]] constexpr std::size_t v_offset(uint32_t channel, uint32_t col_tile,
                                                uint32_t step) const {
     return us_offset(shape.channels, 0, 0) +
-           ((std::size_t{channel} * col_tiles() + col_tile) * steps() + step) * kVStepBytes;
+           ((std::size_t{channel} * col_tiles() + col_tile) * steps() + step) * kStepBytes;
   }
   [[nodiscard]] constexpr std::size_t bytes() const { return v_offset(shape.channels, 0, 0); }
 };

@@ -17,8 +17,8 @@ namespace svdserve::test {
 namespace {
 
 using gpu::WgmmaOperandLayout;
-constexpr std::size_t kUs = WgmmaOperandLayout::kUsStepBytes;
-constexpr std::size_t kV = WgmmaOperandLayout::kVStepBytes;
+constexpr std::size_t kUs = WgmmaOperandLayout::kStepBytes;
+constexpr std::size_t kV = WgmmaOperandLayout::kStepBytes;
 
 TEST(WgmmaOperandLayout, BlocksAreContiguousStepsOfWholeTiles) {
   // 300 x 130, 3 channels, rank 37: 2 row tiles, 3 column tiles, 3 k-steps (the last part zero).
@@ -26,7 +26,7 @@ TEST(WgmmaOperandLayout, BlocksAreContiguousStepsOfWholeTiles) {
   EXPECT_EQ(layout.steps(), 3U);
   EXPECT_EQ(layout.row_tiles(), 2U);
   EXPECT_EQ(layout.col_tiles(), 3U);
-  // US: [channel][row tile][step], one 8 KiB block each (FP32).
+  // US: [channel][row tile][step], one 8 KiB block each (FP16 big and small parts).
   EXPECT_EQ(kUs, 8192U);
   EXPECT_EQ(layout.us_offset(0, 0, 0), 0U);
   EXPECT_EQ(layout.us_offset(0, 0, 1), kUs);
@@ -45,8 +45,8 @@ TEST(WgmmaOperandLayout, BlocksAreContiguousStepsOfWholeTiles) {
 }
 
 TEST(WgmmaOperandLayout, IsUsPlusVForWholeTiles) {
-  // 1024 x 1024, rank 64: the operands hold US (FP32) and V's FP16 big and small parts, as many
-  // bytes as V in FP32.
+  // 1024 x 1024, rank 64: the operands hold US's and V's FP16 big and small parts, as many bytes
+  // as both in FP32.
   const ImageShape shape{1024, 1024, 3};
   const WgmmaOperandLayout layout{shape, 64};
   const std::size_t us_bytes = std::size_t{3} * 1024 * 64 * sizeof(float);
