@@ -30,9 +30,9 @@
 // registers split by the threads, a block barrier every k-step before thread 0 refilled the
 // ring) spent 0.73-0.78 of its time at k = 256 outside its MMAs, on that synchronisation
 // (docs/PERFORMANCE.md, session 15), and at small ranks each tile's chain of latencies (first
-// copies, drains, rounding, copy-out) was serial. This one ran 1.13-1.36x faster at k = 16,
-// 1.0-1.11x at k = 64 and 1.03-1.14x at k = 256 on the H100, 0.96-0.98x at 1920 x 1080, k = 256
-// (its last pair of row tiles has no lower tile: a tenth of the MMAs wasted); session 19.
+// copies, drains, rounding, copy-out) was serial. This one ran 1.07-1.32x faster at k = 16,
+// 1.03-1.12x at k = 64 and 1.05-1.11x at k = 256 on the H100 (full benchmark, session 19); at
+// 1920 x 1080 its last pair of row tiles has no lower tile, so a tenth of its MMAs are wasted.
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
@@ -228,8 +228,8 @@ __device__ __forceinline__ void sync_consumer(uint32_t consumer) {
 // __syncthreads, 1-2 sync_consumer). Why: both consumers take every step of the one ring, so
 // started together they drain, round and copy out at the same moments, with the tensor cores and
 // the stream idle meanwhile. Apart, one's MMAs run while the other rounds, and the lead holds:
-// whichever rounds, the other takes the tensor cores alone. Two steps against none: 1.2-1.3x
-// at k = 16, up to 1.05x at k = 64, the same at k = 256 (four steps: no gain at k = 16);
+// whichever rounds, the other takes the tensor cores alone. Two steps against none: 1.18-1.28x
+// at k = 16, 0.99-1.05x at k = 64, 0.96-1.01x at k = 256 (four steps: no gain at k = 16);
 // docs/PERFORMANCE.md, session 19.
 // The lead is bounded by the ring: the leader cannot refill a stage the follower still holds.
 template <uint32_t kStages>
@@ -251,7 +251,12 @@ __device__ __forceinline__ void release_the_follower() {
 // Zeroes the US values of k >= valid (0..15) in a landed stage, both parts, both halves: thread
 // `row` of the warpgroup takes its row's 16 bytes of each (the blocks hold US up to rank_kept,
 // the task may ask for less; with kFirstHalves the second halves were not copied at all).
-// Then visible to the warpgroup's wgmmas (the async proxy), once it has synchronised.
+// Then visible to the warpgroup's wgmmas (the async proxy), once it has synchronised; and, by
+// the same fence and barrier before thread 0 hands the stage back, ordered before the producer's
+// next copies into it. compute-sanitizer's racecheck cannot order these writes with those copies
+// (.ci/device-check.sh says which hazards it reports). Zeroing in registers instead (US from
+// registers on that step) spilled beside the 128 accumulators and ran 1.2-1.3x slower at k = 256
+// (session 19, docs/experiments/session-19/patches/landed-rs*).
 __device__ __forceinline__ void zero_us_from(unsigned char* stage, uint32_t row, uint32_t valid) {
   const uint32_t row_offset = row / 8 * detail::kCoreMatrixBytes + row % 8 * 16;
 #pragma unroll
