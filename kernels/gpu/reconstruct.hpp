@@ -46,8 +46,9 @@ struct ReconstructTask {
 //             three so the result keeps FP32 accuracy); u8 only. For larger k;
 //  - wgmma:   tensor's tiles and three products per term, in FP16 (FP32 accumulators) on
 //             Hopper's asynchronous warpgroup MMA, its operands (ReconstructTask::wgmma_operands,
-//             scaled into FP16's range) streamed into shared memory by the copy engine while the
-//             MMAs run; u8 only, sm_90 devices only (elsewhere it runs tensor);
+//             scaled into FP16's range) streamed into shared memory by a producer warp while two
+//             consumer warpgroups multiply (persistent, one block per SM); u8 only, sm_90
+//             devices only (elsewhere it runs tensor);
 //  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, from rank 2
 //               wgmma on sm_90, elsewhere tile128 for u8 ranks 2 to 7 and tensor from 8; tile64
 //               for f32.
