@@ -228,8 +228,9 @@ __device__ __forceinline__ void sync_consumer(uint32_t consumer) {
 // __syncthreads, 1-2 sync_consumer). Why: both consumers take every step of the one ring, so
 // started together they drain, round and copy out at the same moments, with the tensor cores and
 // the stream idle meanwhile. Apart, one's MMAs run while the other rounds, and the lead holds:
-// whichever rounds, the other takes the tensor cores alone. Two steps against none: 1.18-1.28x
-// at k = 16, 0.99-1.05x at k = 64, 0.96-1.01x at k = 256 (four steps: no gain at k = 16);
+// whichever rounds, the other takes the tensor cores alone. A lead of three steps against none:
+// 1.18-1.28x at k = 16, 0.99-1.05x at k = 64, 0.96-1.01x at k = 256 (a lead of five, the whole
+// ring with 3 channels, left the leader nothing to prefetch: no gain at k = 16);
 // docs/PERFORMANCE.md, session 19.
 // The lead is bounded by the ring: the leader cannot refill a stage the follower still holds.
 template <uint32_t kStages>
