@@ -230,7 +230,7 @@ __device__ __forceinline__ void sync_consumer(uint32_t consumer) {
 // the stream idle meanwhile. Apart, one's MMAs run while the other rounds, and the lead holds:
 // whichever rounds, the other takes the tensor cores alone. A lead of three steps against none:
 // 1.18-1.28x at k = 16, 0.99-1.05x at k = 64, 0.96-1.01x at k = 256 (a lead of five, the whole
-// ring with 3 channels, left the leader nothing to prefetch: no gain at k = 16);
+// ring with 3 channels, leaves the leader nothing to prefetch: 1.03-1.09x at k = 16);
 // docs/PERFORMANCE.md, session 19.
 // The lead is bounded by the ring: the leader cannot refill a stage the follower still holds.
 template <uint32_t kStages>
