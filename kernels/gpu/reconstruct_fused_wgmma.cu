@@ -84,13 +84,12 @@ constexpr uint32_t kMaxStages = 8;
 
 // Shared memory: the stages, the consumers' staging tiles, then the stages' full and empty
 // barriers.
-template <uint32_t kChannels>
 constexpr std::size_t staging_offset(uint32_t stages) {
   return std::size_t{stages} * kStageBytes;
 }
 template <uint32_t kChannels>
 constexpr std::size_t shared_bytes_with(uint32_t stages) {
-  return staging_offset<kChannels>(stages) +
+  return staging_offset(stages) +
          kConsumers * kTile * pitch<kChannels>() +
          2 * std::size_t{stages} * sizeof(uint64_t);
 }
@@ -156,7 +155,7 @@ struct PairWork {
   __device__ __forceinline__ static uint32_t pair_rows(const ImageShape& shape) {
     return (shape.height + 2 * kTile - 1) / (2 * kTile);
   }
-  // The row tile of `consumer`'s tile, and whether the image has it.
+  // The row tile of `consumer`'s tile: past the image for the lower tile of an odd last row.
   __device__ __forceinline__ uint32_t row_tile(uint32_t consumer) const {
     return 2 * at.row + consumer;
   }
@@ -357,7 +356,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr uint32_t kStages = stages<kChannels>();
   using Tile = detail::OutputTile<kTile, kWarpgroupThreads, kChannels, kPitch>;
   extern __shared__ __align__(128) unsigned char shared[];
-  unsigned char* const all_staging = shared + staging_offset<kChannels>(kStages);
+  unsigned char* const all_staging = shared + staging_offset(kStages);
   auto* const full =
       reinterpret_cast<uint64_t*>(all_staging + kConsumers * kTile * kPitch);
   const Ring<kStages> ring{shared, full, full + kStages};
