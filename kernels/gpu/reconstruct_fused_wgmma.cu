@@ -16,8 +16,9 @@
 //  - Consumer c owns the pair's tile c (two m64n128 accumulator sets, 128 registers a thread):
 //    per k-step it waits for the stage, issues its six wgmmas with both operands from shared
 //    memory, waits for the previous step's, and hands that stage back (one arrival). Both
-//    consumers take every step of the one ring, in order, consumer 1 three steps behind (so
-//    that their roundings fall apart: stagger_steps). No block barrier anywhere in the loop.
+//    consumers take every step of the one ring, in order; consumer 1 starts three steps behind
+//    (so that their roundings fall apart: stagger_steps), and the ring bounds the lead after
+//    that. No block barrier anywhere in the loop.
 //  - A consumer rounds a channel into its own staging tile (tile128's, reconstruct_tile_io.cuh),
 //    which the copy engine stores; it waits for those reads only before its next tile's first
 //    rounding. A lower tile past the image is multiplied (on the upper tile's US) but not stored.
@@ -231,10 +232,12 @@ __device__ __forceinline__ void sync_consumer(uint32_t consumer) {
 // 1.18-1.28x at k = 16, 0.99-1.05x at k = 64, 0.96-1.01x at k = 256 (a lead of five, the whole
 // ring with 3 channels, leaves the leader nothing to prefetch: 1.03-1.09x at k = 16);
 // docs/PERFORMANCE.md, session 19.
-// The lead is bounded by the ring: the leader cannot refill a stage the follower still holds.
+// The lead is bounded by the ring: the producer cannot refill a stage the follower still holds,
+// so the leader waits for it.
 template <uint32_t kStages>
 constexpr uint32_t stagger_steps() {
-  return std::min<uint32_t>(2, kStages - 1);  // stages 0..kStages-1 are filled without a release
+  // Steps 0..kStages-1 land without any hand-back, so the leader reaches the release alone.
+  return std::min<uint32_t>(2, kStages - 1);
 }
 constexpr uint32_t kStaggerBarrier = 3;
 
