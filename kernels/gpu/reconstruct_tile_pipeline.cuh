@@ -123,16 +123,11 @@ struct OutputTile {
     const uint32_t tile_rows = min(kTile, height - row0);
     const uint32_t tile_cols = min(kTile, width - col0);
 #if SVDSERVE_HAS_BULK_STORE
-    const uint32_t segment_bytes = tile_cols * kChannels;
-    if (misalignment(reinterpret_cast<std::uintptr_t>(out)) == 0 &&
-        row_bytes % kBulkAlignment == 0 && segment_bytes % kBulkAlignment == 0) {
-      static_assert(kPitch % kBulkAlignment == 0);
+    if (bulk_storable(tile_cols)) {
       fence_shared_for_bulk_copy();
       __syncthreads();
-      static_assert(kThreads >= kTile);
       if (threadIdx.x < tile_rows) {
-        bulk_store(out + threadIdx.x * row_bytes, staging + threadIdx.x * kPitch, segment_bytes);
-        commit_bulk_group();
+        bulk_store_row(staging, threadIdx.x, tile_cols);
         wait_bulk_reads();  // before the staging is reused, or the block's memory goes
       }
       return;
@@ -152,17 +147,11 @@ struct OutputTile {
                                                  Sync&& sync) const {
     const uint32_t tile_rows = min(kTile, height - row0);
     const uint32_t tile_cols = min(kTile, width - col0);
-    const uint32_t segment_bytes = tile_cols * kChannels;
 #if SVDSERVE_HAS_BULK_STORE
-    if (misalignment(reinterpret_cast<std::uintptr_t>(out)) == 0 &&
-        row_bytes % kBulkAlignment == 0 && segment_bytes % kBulkAlignment == 0) {
-      static_assert(kPitch % kBulkAlignment == 0 && kThreads >= kTile);
+    if (bulk_storable(tile_cols)) {
       fence_shared_for_bulk_copy();
       sync();
-      if (thread < tile_rows) {
-        bulk_store(out + thread * row_bytes, staging + thread * kPitch, segment_bytes);
-        commit_bulk_group();
-      }
+      if (thread < tile_rows) bulk_store_row(staging, thread, tile_cols);
       return;
     }
 #endif
@@ -170,6 +159,24 @@ struct OutputTile {
     copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, out, row_bytes, tile_rows,
                                                         tile_cols, thread);
   }
+
+ private:
+#if SVDSERVE_HAS_BULK_STORE
+  // Whether the copy engine can take the tile: every row segment whole 16-byte chunks at
+  // aligned addresses.
+  [[nodiscard]] __device__ __forceinline__ bool bulk_storable(uint32_t tile_cols) const {
+    return misalignment(reinterpret_cast<std::uintptr_t>(out)) == 0 &&
+           row_bytes % kBulkAlignment == 0 && tile_cols * kChannels % kBulkAlignment == 0;
+  }
+
+  // Tile row `row`'s segment to the copy engine, after the fence and the threads' barrier.
+  __device__ __forceinline__ void bulk_store_row(const unsigned char* staging, uint32_t row,
+                                                 uint32_t tile_cols) const {
+    static_assert(kPitch % kBulkAlignment == 0 && kThreads >= kTile);
+    bulk_store(out + row * row_bytes, staging + row * kPitch, tile_cols * kChannels);
+    commit_bulk_group();
+  }
+#endif
 };
 
 // The k loop of a tile kernel: every channel's slices in turn (at least one per channel, so that
