@@ -7,7 +7,8 @@
 // split into FP16 parts, in wgmma's shared-memory layout), not from the canonical layout.
 //
 // Warp-specialised and persistent, one block per SM (the design of cuBLAS's Hopper GEMMs): a
-// producer warp and two consumer warpgroups on 256 x 128 pairs of tiles, one above the other.
+// producer warp, two consumer warpgroups on 256 x 128 pairs of tiles, one above the other, and a
+// store warp per consumer.
 //  - The producer's one thread streams every k-step's operands (the two tiles' 8 KiB US blocks
 //    and their shared V block) into a ring of 24 KiB shared-memory stages by three bulk copies:
 //    it waits for the stage's "empty" barrier (both consumers' hand-back), and the copies
@@ -21,11 +22,14 @@
 //    that. No block barrier anywhere in the loop.
 //  - A consumer rounds a channel into its own staging tile (tile128's, reconstruct_tile_io.cuh),
 //    which the copy engine stores; it waits for those reads only before its next tile's first
-//    rounding. A lower tile past the image is multiplied (on the upper tile's US) but not stored.
+//    rounding. From rank 81 its store warp issues the row stores (to_store_warp), below it its
+//    own threads do. A lower tile past the image is multiplied (on the upper tile's US) but not
+//    stored.
 //  - Values at k >= the task's rank (the blocks hold them up to rank_kept) are zeroed in the stage
 //    by the consumer before its wgmmas, on the one step of a channel that holds them.
-// (Sessions 18-19, docs/experiments/session-18 and -19: patches 1-3 built the same with a tile
-// per consumer; this is patch 6's version, "coop", with patch 12's stagger, "coopstag2".)
+// (Sessions 18-20, docs/experiments/session-18 to -20: patches 1-3 built the same with a tile
+// per consumer; this is patch 6's version, "coop", with patch 12's stagger, "coopstag2", and
+// patch 16's store warps.)
 //
 // Why: the kernel before it (sessions 8-18: two blocks of two warpgroups per SM, US in
 // registers split by the threads, a block barrier every k-step before thread 0 refilled the
@@ -62,10 +66,12 @@ using Layout = WgmmaOperandLayout;
 constexpr uint32_t kTile = Layout::kTile;
 constexpr uint32_t kConsumers = 2;
 constexpr uint32_t kWarpSize = 32;
-// Two consumer warpgroups (warps 0-7: a warpgroup's warps must be 4 aligned ones), then the
-// producer warp. One block per SM leaves 224 registers a thread.
+// Two consumer warpgroups (warps 0-7: a warpgroup's warps must be 4 aligned ones), the producer
+// warp, then a store warp per consumer. Eleven warps leave 168 registers a thread (three warps
+// share an SM sub-partition's 64 KiB of registers).
 constexpr uint32_t kProducerThread = kConsumers * kWarpgroupThreads;
-constexpr uint32_t kThreads = kProducerThread + kWarpSize;
+constexpr uint32_t kStorerThread = kProducerThread + kWarpSize;
+constexpr uint32_t kThreads = kStorerThread + kConsumers * kWarpSize;
 static_assert(kTile == 2 * kWgmmaRows);
 
 // A stage holds one k-step's operands of a 256 x 128 pair of tiles, one above the other: the
@@ -84,7 +90,7 @@ constexpr std::size_t kReservedBytesPerBlock = 1024;
 constexpr uint32_t kMaxStages = 8;
 
 // Shared memory: the stages, the consumers' staging tiles, then the stages' full and empty
-// barriers.
+// barriers and the staging tiles' full and empty barriers.
 constexpr std::size_t staging_offset(uint32_t stages) {
   return std::size_t{stages} * kStageBytes;
 }
@@ -92,7 +98,7 @@ template <uint32_t kChannels>
 constexpr std::size_t shared_bytes_with(uint32_t stages) {
   return staging_offset(stages) +
          kConsumers * kTile * pitch<kChannels>() +
-         2 * std::size_t{stages} * sizeof(uint64_t);
+         2 * (std::size_t{stages} + kConsumers) * sizeof(uint64_t);
 }
 
 // As many stages as fit beside the staging tiles, up to kMaxStages.
@@ -347,6 +353,54 @@ __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulato
   }
 }
 
+// A consumer's staging tile handed to its store warp and back: `full` once the consumer's 128
+// threads have rounded every channel into it (and fenced), `empty` once the copy engine has read
+// it. Each barrier's phases count the tiles the copy engine stores, in order.
+struct StagingHandoff {
+  uint64_t* full;
+  uint64_t* empty;
+};
+
+// Whether a tile goes to its consumer's store warp (from 6 k-steps a channel: rank 81 up) or is
+// stored by the consumer's own threads. Why both: a bulk store takes its addresses in uniform
+// registers, so 128 threads issuing a row each run a loop of 32 turns per warp on the consumers'
+// path (15-21 % of their stall samples at k <= 64, 6 % at k = 256; ncu, session 20). A store warp
+// takes that off their path but issues the 128 rows alone, four times a consumer warp's turns.
+// Store warps for every tile against none (H100, session 20): k = 16 0.71-0.80x, k = 64
+// 0.90-0.98x, k = 96 1.04-1.05x, k = 128 0.98-1.02x, k = 192 1.04-1.07x, k = 256 1.03-1.07x.
+constexpr uint32_t kStoreWarpMinSlices = 6;
+
+template <typename Tile>
+__device__ __forceinline__ bool to_store_warp(const Tile& tile, uint32_t slices, uint32_t width) {
+  return slices >= kStoreWarpMinSlices && tile.copy_engine_stores(width);
+}
+
+// A store warp: its consumer's tiles that go to it (to_store_warp), in the consumer's order, the
+// rows' bulk stores spread over the lanes.
+template <typename Tile>
+__device__ __forceinline__ void store_tiles(const ReconstructTask* tasks, uint32_t pairs,
+                                            const ImageShape& shape, uint32_t consumer,
+                                            const unsigned char* staging,
+                                            const StagingHandoff& handoff) {
+  const uint32_t lane = threadIdx.x % kWarpSize;
+  const uint32_t row_tiles = (shape.height + kTile - 1) / kTile;
+  uint32_t parity = 0;
+#pragma unroll 1
+  for (uint32_t p = blockIdx.x; p < pairs; p += gridDim.x) {
+    const PairWork work(tasks, p, shape);
+    const uint32_t row_tile = work.row_tile(consumer);
+    if (row_tile >= row_tiles) continue;
+    const Tile tile(*work.task, shape.width, row_tile, work.at.col);
+    if (!to_store_warp(tile, work.slices, shape.width)) continue;  // the consumer stores it
+    detail::wait_barrier(handoff.full, parity);
+    tile.bulk_store_rows(staging, shape.height, shape.width, lane, kWarpSize);
+    detail::wait_bulk_reads();
+    __syncwarp();
+    if (lane == 0) detail::arrive(handoff.empty);
+    parity ^= 1U;
+  }
+}
+
 #endif  // SVDSERVE_HAS_WGMMA
 
 // kFirstHalves: every task's rank is 8 or less (produce, StageOperands).
@@ -363,6 +417,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto* const full =
       reinterpret_cast<uint64_t*>(all_staging + kConsumers * kTile * kPitch);
   const Ring<kStages> ring{shared, full, full + kStages};
+  uint64_t* const staging_barriers = full + 2 * kStages;  // full, empty of consumer 0, then 1
   const ImageShape shape{width, height, kChannels};
 
   if (threadIdx.x == 0) {
@@ -370,10 +425,21 @@ __global__ void __launch_bounds__(kThreads, 1)
       detail::init_barrier(ring.full + s, 1);
       detail::init_barrier(ring.empty + s, kConsumers);
     }
+    for (uint32_t c = 0; c < kConsumers; ++c) {
+      detail::init_barrier(staging_barriers + 2 * c, kWarpgroupThreads);
+      detail::init_barrier(staging_barriers + 2 * c + 1, 1);
+    }
     detail::fence_barrier_init();
   }
   __syncthreads();  // the barriers are initialised; no block barrier after this one
 
+  if (threadIdx.x >= kStorerThread) {
+    const uint32_t consumer = (threadIdx.x - kStorerThread) / kWarpSize;
+    store_tiles<Tile>(tasks, pairs, shape, consumer,
+                      all_staging + std::size_t{consumer} * kTile * kPitch,
+                      {staging_barriers + 2 * consumer, staging_barriers + 2 * consumer + 1});
+    return;
+  }
   if (threadIdx.x >= kProducerThread) {
     if (threadIdx.x == kProducerThread) {
       produce<kChannels, kStages, kFirstHalves>(ring, tasks, pairs, shape);
@@ -384,6 +450,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t consumer = threadIdx.x / kWarpgroupThreads;
   const uint32_t thread = threadIdx.x % kWarpgroupThreads;  // in the warpgroup: a tile row
   unsigned char* const staging = all_staging + std::size_t{consumer} * kTile * kPitch;
+  const StagingHandoff handoff{staging_barriers + 2 * consumer, staging_barriers + 2 * consumer + 1};
   const uint32_t first_row = thread / kWarpSize * kRowsPerWarp + threadIdx.x % kWarpSize / 4;
   const StageOperands<kFirstHalves> operands(shared + consumer * kStepBytes,
                                              shared + kConsumers * kStepBytes);
@@ -392,7 +459,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   detail::WgmmaAccumulators top = {};
   detail::WgmmaAccumulators bottom = {};
   uint32_t step = 0;
-  bool stored_before = false;  // this consumer's staging holds an earlier tile, maybe still read
+  // Who still reads this consumer's staging (an earlier tile): no one, its store warp, or its own
+  // threads' copy-out (or the bulk stores they issued).
+  enum class Reader { kNone, kStoreWarp, kOwn };
+  Reader reader = Reader::kNone;
+  uint32_t empty_parity = 0;
   bool follower_released = consumer != 0;
   if (consumer == 1) wait_for_the_leader();
 
@@ -429,16 +500,25 @@ __global__ void __launch_bounds__(kThreads, 1)
       detail::pin_accumulators(bottom);
 
       if (!in_image) continue;
-      if (channel == 0 && stored_before) {  // the earlier tile's copy-out has read the staging
+      if (channel == 0 && reader == Reader::kStoreWarp) {  // the copy engine has read the staging
+        detail::wait_barrier(handoff.empty, empty_parity);
+        empty_parity ^= 1U;
+      } else if (channel == 0 && reader == Reader::kOwn) {
         detail::wait_bulk_reads();
         sync_consumer(consumer);
       }
+      reader = Reader::kNone;
       round_into_staging(top, tile, staging, first_row, channel);
       round_into_staging(bottom, tile, staging, kWgmmaRows + first_row, channel);
     }
-    if (in_image) {
+    if (!in_image) continue;
+    if (to_store_warp(tile, work.slices, width)) {
+      detail::fence_shared_for_bulk_copy();
+      detail::arrive(handoff.full);
+      reader = Reader::kStoreWarp;
+    } else {
       tile.copy_out_async(staging, height, width, thread, [&] { sync_consumer(consumer); });
-      stored_before = true;
+      reader = Reader::kOwn;
     }
   }
   if (!follower_released) release_the_follower();  // fewer steps than the stagger

@@ -540,6 +540,14 @@ TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesWithFourChannelsUnaligned) {
   check_blocks_that_loop(4, 2, kRanks, 3);
 }
 
+TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesStoredByStoreWarpsAndByConsumers) {
+  // Three channels, aligned rows: the wgmma kernel hands tiles of 6 k-steps a channel or more
+  // (rank 81 up) to its store warps and stores smaller ones from its consumers, so each block
+  // switches between the two on its staging tiles.
+  constexpr uint32_t kRanks[] = {130, 16, 180, 1, 96, 64, 81, 80};
+  check_blocks_that_loop(3, 2, kRanks, 0);
+}
+
 // The wgmma kernel multiplies in FP16 (65504 at most, normal from 2^-14): factors with US far
 // past that and V far below it, the same products as random_factors' (scaled by 2^15 and 2^-15,
 // exact in FP32), give the same pixels, through the operands' scale (wgmma_operand_exponent).
