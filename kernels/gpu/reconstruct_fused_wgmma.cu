@@ -366,8 +366,8 @@ struct StagingHandoff {
 // registers, so 128 threads issuing a row each run a loop of 32 turns per warp on the consumers'
 // path (15-21 % of their stall samples at k <= 64, 6 % at k = 256; ncu, session 20). A store warp
 // takes that off their path but issues the 128 rows alone, four times a consumer warp's turns.
-// Store warps for every tile against none (H100, session 20): k = 16 0.71-0.80x, k = 64
-// 0.90-0.98x, k = 96 1.04-1.05x, k = 128 0.98-1.02x, k = 192 1.04-1.07x, k = 256 1.03-1.07x.
+// Store warps for every tile against none (H100, session 20): k = 16 0.70-0.87x, k = 64
+// 0.87-0.98x, k = 96 1.04-1.05x, k = 128 0.98-1.08x, k = 192 1.04-1.07x, k = 256 1.04-1.07x.
 constexpr uint32_t kStoreWarpMinSlices = 6;
 
 template <typename Tile>

@@ -542,9 +542,10 @@ TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesWithFourChannelsUnaligned) {
 
 TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesStoredByStoreWarpsAndByConsumers) {
   // Three channels, aligned rows: the wgmma kernel hands tiles of 6 k-steps a channel or more
-  // (rank 81 up) to its store warps and stores smaller ones from its consumers, so each block
-  // switches between the two on its staging tiles.
-  constexpr uint32_t kRanks[] = {130, 16, 180, 1, 96, 64, 81, 80};
+  // (rank 81 up) to its store warps and stores smaller ones from its consumers. A task is 3 pairs
+  // of tiles, so on 132 SMs a block's next pair is 44 tasks on, 4 places further in this cycle:
+  // each block switches between the two ways on its staging tiles.
+  constexpr uint32_t kRanks[] = {96, 16, 120, 80, 64, 1, 8, 81};
   check_blocks_that_loop(3, 2, kRanks, 0);
 }
 
