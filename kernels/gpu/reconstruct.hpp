@@ -47,7 +47,8 @@ struct ReconstructTask {
 //  - wgmma:   tensor's tiles and three products per term, in FP16 (FP32 accumulators) on
 //             Hopper's asynchronous warpgroup MMA, its operands (ReconstructTask::wgmma_operands,
 //             scaled into FP16's range) streamed into shared memory by a producer warp while two
-//             consumer warpgroups multiply (persistent, one block per SM); u8 only, sm_90
+//             consumer warpgroups multiply and, from rank 81, a store warp each issues their
+//             copy-out (persistent, one block per SM); u8 only, sm_90
 //             devices only (elsewhere it runs tensor);
 //  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, from rank 2
 //               wgmma on sm_90, elsewhere tile128 for u8 ranks 2 to 7 and tensor from 8; tile64

@@ -364,10 +364,11 @@ struct StagingHandoff {
 // Whether a tile goes to its consumer's store warp (from 6 k-steps a channel: rank 81 up) or is
 // stored by the consumer's own threads. Why both: a bulk store takes its addresses in uniform
 // registers, so 128 threads issuing a row each run a loop of 32 turns per warp on the consumers'
-// path (15-21 % of their stall samples at k <= 64, 6 % at k = 256; ncu, session 20). A store warp
-// takes that off their path but issues the 128 rows alone, four times a consumer warp's turns.
-// Store warps for every tile against none (H100, session 20): k = 16 0.70-0.87x, k = 64
-// 0.87-0.98x, k = 96 1.04-1.05x, k = 128 0.98-1.08x, k = 192 1.04-1.07x, k = 256 1.04-1.07x.
+// path (about 15-21 % of the kernel's stall samples at k <= 64, 6 % at k = 256; ncu, session 20).
+// A store warp takes that off their path but issues the 128 rows alone, four times a consumer
+// warp's turns. Store warps for every tile against none (H100, session 20, calls 5 and 6):
+// k = 16 0.70-0.87x, k = 64 0.87-0.98x, k = 96 1.04-1.05x, k = 128 0.98-1.08x, k = 192
+// 1.04-1.07x, k = 256 1.04-1.07x.
 constexpr uint32_t kStoreWarpMinSlices = 6;
 
 template <typename Tile>
