@@ -355,7 +355,7 @@ __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulato
 
 // A consumer's staging tile handed to its store warp and back: `full` once the consumer's 128
 // threads have rounded every channel into it (and fenced), `empty` once the copy engine has read
-// it. Each barrier's phases count the tiles the copy engine stores, in order.
+// it. Each barrier's phases count the consumer's tiles that go to the store warp, in order.
 struct StagingHandoff {
   uint64_t* full;
   uint64_t* empty;
