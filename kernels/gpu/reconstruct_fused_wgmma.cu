@@ -501,14 +501,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       detail::pin_accumulators(bottom);
 
       if (!in_image) continue;
-      if (channel == 0 && reader == Reader::kStoreWarp) {  // the copy engine has read the staging
-        detail::wait_barrier(handoff.empty, empty_parity);
-        empty_parity ^= 1U;
-      } else if (channel == 0 && reader == Reader::kOwn) {
-        detail::wait_bulk_reads();
-        sync_consumer(consumer);
+      if (channel == 0) {  // the earlier tile's readers are done with the staging
+        if (reader == Reader::kStoreWarp) {
+          detail::wait_barrier(handoff.empty, empty_parity);
+          empty_parity ^= 1U;
+        } else if (reader == Reader::kOwn) {
+          detail::wait_bulk_reads();
+          sync_consumer(consumer);
+        }
+        reader = Reader::kNone;
       }
-      reader = Reader::kNone;
       round_into_staging(top, tile, staging, first_row, channel);
       round_into_staging(bottom, tile, staging, kWgmmaRows + first_row, channel);
     }

@@ -145,19 +145,18 @@ struct OutputTile {
   __device__ __forceinline__ void copy_out_async(const unsigned char* staging, uint32_t height,
                                                  uint32_t width, uint32_t thread,
                                                  Sync&& sync) const {
-    const uint32_t tile_rows = min(kTile, height - row0);
-    const uint32_t tile_cols = min(kTile, width - col0);
 #if SVDSERVE_HAS_BULK_STORE
-    if (bulk_storable(tile_cols)) {
+    if (copy_engine_stores(width)) {
       fence_shared_for_bulk_copy();
       sync();
-      if (thread < tile_rows) bulk_store_row(staging, thread, tile_cols);
+      bulk_store_rows(staging, height, width, thread, kThreads);  // a row a thread
       return;
     }
 #endif
     sync();
-    copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, out, row_bytes, tile_rows,
-                                                        tile_cols, thread);
+    copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, out, row_bytes,
+                                                        min(kTile, height - row0),
+                                                        min(kTile, width - col0), thread);
   }
 
   // Whether the copy engine can store this tile (copy_out, copy_out_async, bulk_store_rows).
