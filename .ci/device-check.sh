@@ -74,8 +74,8 @@ tests_passed() {  # gtest log
 for family in \
     "sample conversion:GpuBackendBehaviourTest.OneBatchMixes*" \
     "fused reconstruction + quantise:*GpuReconstruct*odd_width_333x130_c3_rank_37*:GpuReconstructTest.BatchOfTasks*" \
-    "wgmma blocks looping over tiles:GpuReconstructTest.BlocksThatLoop*-*StoredByStoreWarps*" \
-    "wgmma store warps and consumers storing, mixed:GpuReconstructTest.BlocksThatLoopOverTilesStoredByStoreWarps*" \
+    "wgmma blocks looping over tiles:GpuReconstructTest.BlocksThatLoop*-*StoredByTensorMaps*" \
+    "wgmma tensor-map and thread stores, mixed:GpuReconstructTest.BlocksThatLoopOverTilesStoredByTensorMaps*:GpuReconstructTest.TensorMapAndThreadStores*" \
     "randomized SVD kernels:GpuRandomizedSvdTest.FlatImage*"; do
   name="${family%%:*}"; filter="${family#*:}"
   echo "--- racecheck: $name ($filter)" >> "$out/sanitizer-racecheck.log"

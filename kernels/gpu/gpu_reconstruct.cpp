@@ -7,6 +7,7 @@
 #include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
+#include "kernels/gpu/output_tensor_map.hpp"
 #include "kernels/gpu/reconstruct.hpp"
 #include "kernels/trace.hpp"
 
@@ -44,8 +45,11 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
   std::vector<ReconstructTask> tasks(items.size());
   std::vector<std::size_t> offsets(items.size());
   std::size_t output_bytes = 0;
+  // Each output 16-byte aligned, so that the copy engine can store into it (output_tensor_map.hpp).
+  constexpr std::size_t kOutputAlignment = 16;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const GpuFactors& factors = checked_factors(items[i], shape);
+    output_bytes = (output_bytes + kOutputAlignment - 1) / kOutputAlignment * kOutputAlignment;
     offsets[i] = output_bytes;
     output_bytes += items[i].output.size();
     tasks[i] = {factors.us(), factors.v(), items[i].rank, factors.rank_kept(), nullptr,
@@ -88,6 +92,11 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
         fused_variant_for(FusedVariant::automatic, pixels, launch.max_rank) ==
             FusedVariant::wgmma) {
       launch.variant = FusedVariant::tensor;
+    }
+    // wgmma stores its tiles through the outputs' tensor maps (output_tensor_map.hpp).
+    if (!use_cublas && fused_variant_for(launch.variant, pixels, launch.max_rank) ==
+                           FusedVariant::wgmma) {
+      for (std::size_t t = launch.first; t < table.size(); ++t) encode_output_map(table[t], shape);
     }
     launches.push_back(launch);
   }

@@ -8,6 +8,7 @@
 // This header compiles without nvcc.
 
 #include <cublas_v2.h>
+#include <cuda.h>
 
 #include <cstdint>
 #include <span>
@@ -30,6 +31,12 @@ struct ReconstructTask {
   // The same factors as the wgmma variant reads them (wgmma_operands.hpp): required in every task
   // of a launch that runs wgmma (fused_variant_for gives wgmma), unused by the other variants.
   const void* wgmma_operands = nullptr;
+  // `out` as a tensor map for the wgmma variant's copy engine (output_tensor_map.hpp), valid
+  // where out_map_encoded: encode_output_map sets both for an output the copy engine can address.
+  // Without it (f32 outputs, rows that are not whole 16-byte chunks, or a caller that skipped it)
+  // the wgmma kernel's threads store its tiles, at the same pixels.
+  uint32_t out_map_encoded = 0;
+  CUtensorMap out_map{};
 };
 
 // The fused kernel comes in variants. The first three give bit-identical pixels (same summation
@@ -47,8 +54,8 @@ struct ReconstructTask {
 //  - wgmma:   tensor's tiles and three products per term, in FP16 (FP32 accumulators) on
 //             Hopper's asynchronous warpgroup MMA, its operands (ReconstructTask::wgmma_operands,
 //             scaled into FP16's range) streamed into shared memory by a producer warp while two
-//             consumer warpgroups multiply and, from rank 81, a store warp each issues their
-//             copy-out (persistent, one block per SM); u8 only, sm_90
+//             consumer warpgroups multiply and store each tile by tensor stores through the
+//             task's out_map where it has one (persistent, one block per SM); u8 only, sm_90
 //             devices only (elsewhere it runs tensor);
 //  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, from rank 2
 //               wgmma on sm_90, elsewhere tile128 for u8 ranks 2 to 7 and tensor from 8; tile64

@@ -7,8 +7,7 @@
 // split into FP16 parts, in wgmma's shared-memory layout), not from the canonical layout.
 //
 // Warp-specialised and persistent, one block per SM (the design of cuBLAS's Hopper GEMMs): a
-// producer warp, two consumer warpgroups on 256 x 128 pairs of tiles, one above the other, and a
-// store warp per consumer.
+// producer warp and two consumer warpgroups on 256 x 128 pairs of tiles, one above the other.
 //  - The producer's one thread streams every k-step's operands (the two tiles' 8 KiB US blocks
 //    and their shared V block) into a ring of 24 KiB shared-memory stages by three bulk copies:
 //    it waits for the stage's "empty" barrier (both consumers' hand-back), and the copies
@@ -20,16 +19,18 @@
 //    consumers take every step of the one ring, in order; consumer 1 starts three steps behind
 //    (so that their roundings fall apart: stagger_steps), and the ring bounds the lead after
 //    that. No block barrier anywhere in the loop.
-//  - A consumer rounds a channel into its own staging tile (tile128's, reconstruct_tile_io.cuh),
-//    which the copy engine stores; it waits for those reads only before its next tile's first
-//    rounding. From rank 81 its store warp issues the row stores (to_store_warp), below it its
-//    own threads do. A lower tile past the image is multiplied (on the upper tile's US) but not
-//    stored.
+//  - A consumer rounds a channel into its own staging tile, which the copy engine stores; it
+//    waits for those reads only before its next tile's first rounding. Where the task has an
+//    output tensor map (output_tensor_map.hpp) the staging is swizzled boxes and one thread
+//    stores the tile by a tensor store per box (tensor_store.cuh); else it is pitched rows
+//    (tile128's, reconstruct_tile_io.cuh) that the threads copy out, or hand to the copy engine
+//    a row each. A lower tile past the image is neither loaded, multiplied nor stored: its
+//    consumer takes the steps and hands them back (at 1920 x 1080, 15 of 150 tiles).
 //  - Values at k >= the task's rank (the blocks hold them up to rank_kept) are zeroed in the stage
 //    by the consumer before its wgmmas, on the one step of a channel that holds them.
-// (Sessions 18-20, docs/experiments/session-18 to -20: patches 1-3 built the same with a tile
+// (Sessions 18-21, docs/experiments/session-18 to -21: patches 1-3 built the same with a tile
 // per consumer; this is patch 6's version, "coop", with patch 12's stagger, "coopstag2", and
-// patch 16's store warps.)
+// session 21's tensor-map stores, which replaced session 20's store warps.)
 //
 // Why: the kernel before it (sessions 8-18: two blocks of two warpgroups per SM, US in
 // registers split by the threads, a block barrier every k-step before thread 0 refilled the
@@ -53,6 +54,7 @@
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/reconstruct_tile_pipeline.cuh"
+#include "kernels/gpu/tensor_store.cuh"
 #include "kernels/gpu/wgmma_operands.hpp"
 #include "kernels/gpu/wgmma.cuh"
 
@@ -66,13 +68,12 @@ using Layout = WgmmaOperandLayout;
 constexpr uint32_t kTile = Layout::kTile;
 constexpr uint32_t kConsumers = 2;
 constexpr uint32_t kWarpSize = 32;
-// Two consumer warpgroups (warps 0-7: a warpgroup's warps must be 4 aligned ones), the producer
-// warp, then a store warp per consumer. Eleven warps leave 168 registers a thread (three warps
-// share an SM sub-partition's 64 KiB of registers).
+// Two consumer warpgroups (warps 0-7: a warpgroup's warps must be 4 aligned ones), then the
+// producer warp.
 constexpr uint32_t kProducerThread = kConsumers * kWarpgroupThreads;
-constexpr uint32_t kStorerThread = kProducerThread + kWarpSize;
-constexpr uint32_t kThreads = kStorerThread + kConsumers * kWarpSize;
+constexpr uint32_t kThreads = kProducerThread + kWarpSize;
 static_assert(kTile == 2 * kWgmmaRows);
+static_assert(kTile == kOutputBoxRows);  // a tile's tensor store: a box per 128 bytes of its rows
 
 // A stage holds one k-step's operands of a 256 x 128 pair of tiles, one above the other: the
 // upper tile's US block, the lower one's, then their V block.
@@ -89,16 +90,26 @@ constexpr std::size_t kSharedBytesPerSm = 228 * 1024;
 constexpr std::size_t kReservedBytesPerBlock = 1024;
 constexpr uint32_t kMaxStages = 8;
 
+// A consumer's staging tile, in either layout: swizzled boxes for a tensor store
+// (tensor_store.cuh), or rows of pitch() bytes for the threads' copy-out; 1024-byte aligned.
+template <uint32_t kChannels>
+constexpr std::size_t staging_bytes() {
+  constexpr std::size_t kRows = std::size_t{kTile} * pitch<kChannels>();
+  constexpr std::size_t kBoxes = std::size_t{kChannels} * detail::kOutputBoxBytesTotal;
+  constexpr std::size_t kAlign = detail::kSwizzleAlignment;
+  return (std::max(kRows, kBoxes) + kAlign - 1) / kAlign * kAlign;
+}
+
 // Shared memory: the stages, the consumers' staging tiles, then the stages' full and empty
-// barriers and the staging tiles' full and empty barriers.
+// barriers.
 constexpr std::size_t staging_offset(uint32_t stages) {
   return std::size_t{stages} * kStageBytes;
 }
+static_assert(kStageBytes % detail::kSwizzleAlignment == 0);  // staging tiles stay aligned
 template <uint32_t kChannels>
 constexpr std::size_t shared_bytes_with(uint32_t stages) {
-  return staging_offset(stages) +
-         kConsumers * kTile * pitch<kChannels>() +
-         2 * (std::size_t{stages} + kConsumers) * sizeof(uint64_t);
+  return staging_offset(stages) + kConsumers * staging_bytes<kChannels>() +
+         2 * std::size_t{stages} * sizeof(uint64_t);
 }
 
 // As many stages as fit beside the staging tiles, up to kMaxStages.
@@ -185,8 +196,8 @@ struct Ring {
 };
 
 // The producer: each pair's k-steps, channel by channel, into the ring, each stage once both
-// consumers handed it back. A lower tile past the image gets the upper tile's US again (finite
-// values in the operands' bounds; that consumer stores nothing).
+// consumers handed it back. A lower tile past the image gets no US (its consumer does not
+// multiply).
 // kFirstHalves: every task's rank is 8 or less, so each step copies its blocks' first halves.
 template <uint32_t kChannels, uint32_t kStages, bool kFirstHalves>
 __device__ __forceinline__ void produce(const Ring<kStages>& ring, const ReconstructTask* tasks,
@@ -203,11 +214,13 @@ __device__ __forceinline__ void produce(const Ring<kStages>& ring, const Reconst
     const auto* operands = static_cast<const unsigned char*>(work.task->wgmma_operands);
     const Layout layout{shape, work.task->rank_kept};
     const uint32_t upper = work.row_tile(0);
-    const uint32_t lower = min(work.row_tile(1), row_tiles - 1);
+    const uint32_t lower = work.row_tile(1);
+    const uint32_t blocks = lower < row_tiles ? 3 : 2;  // the lower US block only in the image
 #pragma unroll 1
     for (uint32_t channel = 0; channel < kChannels; ++channel) {
       const unsigned char* us_upper = operands + layout.us_offset(channel, upper, 0);
-      const unsigned char* us_lower = operands + layout.us_offset(channel, lower, 0);
+      const unsigned char* us_lower =
+          operands + layout.us_offset(channel, min(lower, row_tiles - 1), 0);
       const unsigned char* v = operands + layout.v_offset(channel, work.at.col, 0);
 #pragma unroll 1
       for (uint32_t slice = 0; slice < work.slices; ++slice, ++step) {
@@ -215,10 +228,10 @@ __device__ __forceinline__ void produce(const Ring<kStages>& ring, const Reconst
         unsigned char* const stage = ring.at(step);
         // A fresh barrier's "previous phase" counts as complete: the first round does not wait.
         detail::wait_barrier(ring.empty + ring.stage(step), ring.parity(step) ^ 1U);
-        detail::arrive_expecting(full, 3 * kCopyBytes);
+        detail::arrive_expecting(full, blocks * kCopyBytes);
         const uint32_t offset = slice * kStepBytes;
         detail::bulk_load(stage, us_upper + offset, kCopyBytes, full);
-        detail::bulk_load(stage + kStepBytes, us_lower + offset, kCopyBytes, full);
+        if (blocks == 3) detail::bulk_load(stage + kStepBytes, us_lower + offset, kCopyBytes, full);
         detail::bulk_load(stage + 2 * kStepBytes, v + offset, kCopyBytes, full);
       }
     }
@@ -353,53 +366,51 @@ __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulato
   }
 }
 
-// A consumer's staging tile handed to its store warp and back: `full` once the consumer's 128
-// threads have rounded every channel into it (and fenced), `empty` once the copy engine has read
-// it. Each barrier's phases count the consumer's tiles that go to the store warp, in order.
-struct StagingHandoff {
-  uint64_t* full;
-  uint64_t* empty;
-};
-
-// Whether a tile goes to its consumer's store warp (from 6 k-steps a channel: rank 81 up) or is
-// stored by the consumer's own threads. Why both: a bulk store takes its addresses in uniform
-// registers, so 128 threads issuing a row each run a loop of 32 turns per warp on the consumers'
-// path (about 15-21 % of the kernel's stall samples at k <= 64, 6 % at k = 256; ncu, session 20).
-// A store warp takes that off their path but issues the 128 rows alone, four times a consumer
-// warp's turns. Store warps for every tile against none (H100, session 20, calls 5 and 6):
-// k = 16 0.70-0.87x, k = 64 0.87-0.98x, k = 96 1.04-1.05x, k = 128 0.98-1.08x, k = 192
-// 1.04-1.07x, k = 256 1.04-1.07x.
-constexpr uint32_t kStoreWarpMinSlices = 6;
-
-template <typename Tile>
-__device__ __forceinline__ bool to_store_warp(const Tile& tile, uint32_t slices, uint32_t width) {
-  return slices >= kStoreWarpMinSlices && tile.copy_engine_stores(width);
+// Rounds channel `channel` of both 64-row halves into a swizzled staging tile (tensor_store.cuh)
+// for a tensor store. Each value's byte offset is computed once for its four rows (first_row,
+// + 8, + 64, + 72), which share it: their index mod 8, which the swizzle takes, is the same.
+template <uint32_t kChannels>
+__device__ __forceinline__ void round_into_boxes(const detail::WgmmaAccumulators& top,
+                                                 const detail::WgmmaAccumulators& bottom,
+                                                 unsigned char* staging, uint32_t first_row,
+                                                 uint32_t channel) {
+  constexpr uint32_t kRowBytes = kOutputBoxBytes;
+  const uint32_t first_byte = 2 * (threadIdx.x % 4) * kChannels + channel;
+#pragma unroll
+  for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
+#pragma unroll
+    for (uint32_t e = 0; e < 2; ++e) {
+      unsigned char* const at =
+          staging + detail::swizzled_offset(first_row, first_byte + (8 * j + e) * kChannels);
+#pragma unroll
+      for (uint32_t half = 0; half < 2; ++half) {
+        const uint32_t value = 4 * j + 2 * half + e;
+        constexpr uint32_t kHalfRows = kRowsPerWarp / 2;
+        at[kHalfRows * half * kRowBytes] =
+            static_cast<uint8_t>(detail::round_to_u8_packable(top[value]));
+        at[(kWgmmaRows + kHalfRows * half) * kRowBytes] =
+            static_cast<uint8_t>(detail::round_to_u8_packable(bottom[value]));
+      }
+    }
+  }
 }
 
-// A store warp: its consumer's tiles that go to it (to_store_warp), in the consumer's order, the
-// rows' bulk stores spread over the lanes.
-template <typename Tile>
-__device__ __forceinline__ void store_tiles(const ReconstructTask* tasks, uint32_t pairs,
-                                            const ImageShape& shape, uint32_t consumer,
-                                            const unsigned char* staging,
-                                            const StagingHandoff& handoff) {
-  const uint32_t lane = threadIdx.x % kWarpSize;
-  const uint32_t row_tiles = (shape.height + kTile - 1) / kTile;
-  uint32_t parity = 0;
-#pragma unroll 1
-  for (uint32_t p = blockIdx.x; p < pairs; p += gridDim.x) {
-    const PairWork work(tasks, p, shape);
-    const uint32_t row_tile = work.row_tile(consumer);
-    if (row_tile >= row_tiles) continue;
-    const Tile tile(*work.task, shape.width, row_tile, work.at.col);
-    if (!to_store_warp(tile, work.slices, shape.width)) continue;  // the consumer stores it
-    detail::wait_barrier(handoff.full, parity);
-    tile.bulk_store_rows(staging, shape.height, shape.width, lane, kWarpSize);
-    detail::wait_bulk_reads();
-    __syncwarp();
-    if (lane == 0) detail::arrive(handoff.empty);
-    parity ^= 1U;
+// Hands a staged, swizzled tile to the copy engine: a tensor store per box inside the image
+// (the copy engine clips a box at the image's edges). The caller fenced and synchronised its
+// writers; it waits for the reads (wait_bulk_reads) before it writes the staging again.
+template <uint32_t kChannels, typename Tile>
+__device__ __forceinline__ void tensor_store_tile(const ReconstructTask& task, const Tile& tile,
+                                                  const unsigned char* staging, uint32_t width) {
+  const uint32_t row_bytes = width * kChannels;
+#pragma unroll
+  for (uint32_t box = 0; box < kChannels; ++box) {
+    const uint32_t x = tile.col0 * kChannels + box * kOutputBoxBytes;
+    if (x < row_bytes) {
+      detail::tensor_store_box(&task.out_map, x, tile.row0,
+                               staging + box * detail::kOutputBoxBytesTotal);
+    }
   }
+  detail::commit_bulk_group();
 }
 
 #endif  // SVDSERVE_HAS_WGMMA
@@ -413,34 +424,25 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr uint32_t kPitch = pitch<kChannels>();
   constexpr uint32_t kStages = stages<kChannels>();
   using Tile = detail::OutputTile<kTile, kWarpgroupThreads, kChannels, kPitch>;
-  extern __shared__ __align__(128) unsigned char shared[];
+  extern __shared__ __align__(1024) unsigned char shared[];
   unsigned char* const all_staging = shared + staging_offset(kStages);
   auto* const full =
-      reinterpret_cast<uint64_t*>(all_staging + kConsumers * kTile * kPitch);
+      reinterpret_cast<uint64_t*>(all_staging + kConsumers * staging_bytes<kChannels>());
   const Ring<kStages> ring{shared, full, full + kStages};
-  uint64_t* const staging_barriers = full + 2 * kStages;  // full, empty of consumer 0, then 1
   const ImageShape shape{width, height, kChannels};
 
   if (threadIdx.x == 0) {
+    // The swizzled staging tiles' layout assumes it (tensor_store.cuh); the copy engine would
+    // swizzle otherwise.
+    if (detail::shared_address(shared) % detail::kSwizzleAlignment != 0) __trap();
     for (uint32_t s = 0; s < kStages; ++s) {
       detail::init_barrier(ring.full + s, 1);
       detail::init_barrier(ring.empty + s, kConsumers);
-    }
-    for (uint32_t c = 0; c < kConsumers; ++c) {
-      detail::init_barrier(staging_barriers + 2 * c, kWarpgroupThreads);
-      detail::init_barrier(staging_barriers + 2 * c + 1, 1);
     }
     detail::fence_barrier_init();
   }
   __syncthreads();  // the barriers are initialised; no block barrier after this one
 
-  if (threadIdx.x >= kStorerThread) {
-    const uint32_t consumer = (threadIdx.x - kStorerThread) / kWarpSize;
-    store_tiles<Tile>(tasks, pairs, shape, consumer,
-                      all_staging + std::size_t{consumer} * kTile * kPitch,
-                      {staging_barriers + 2 * consumer, staging_barriers + 2 * consumer + 1});
-    return;
-  }
   if (threadIdx.x >= kProducerThread) {
     if (threadIdx.x == kProducerThread) {
       produce<kChannels, kStages, kFirstHalves>(ring, tasks, pairs, shape);
@@ -450,8 +452,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const uint32_t consumer = threadIdx.x / kWarpgroupThreads;
   const uint32_t thread = threadIdx.x % kWarpgroupThreads;  // in the warpgroup: a tile row
-  unsigned char* const staging = all_staging + std::size_t{consumer} * kTile * kPitch;
-  const StagingHandoff handoff{staging_barriers + 2 * consumer, staging_barriers + 2 * consumer + 1};
+  unsigned char* const staging = all_staging + consumer * staging_bytes<kChannels>();
   const uint32_t first_row = thread / kWarpSize * kRowsPerWarp + threadIdx.x % kWarpSize / 4;
   const StageOperands<kFirstHalves> operands(shared + consumer * kStepBytes,
                                              shared + kConsumers * kStepBytes);
@@ -460,11 +461,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   detail::WgmmaAccumulators top = {};
   detail::WgmmaAccumulators bottom = {};
   uint32_t step = 0;
-  // Who still reads this consumer's staging (an earlier tile): no one, its store warp, or its own
-  // threads' copy-out (or the bulk stores they issued).
-  enum class Reader { kNone, kStoreWarp, kOwn };
-  Reader reader = Reader::kNone;
-  uint32_t empty_parity = 0;
+  bool staging_read = false;  // an earlier tile's copy-out may still read the staging
   bool follower_released = consumer != 0;
   if (consumer == 1) wait_for_the_leader();
 
@@ -473,19 +470,25 @@ __global__ void __launch_bounds__(kThreads, 1)
     const PairWork work(tasks, p, shape);
     const uint32_t rank = work.task->rank;
     const uint32_t row_tile = work.row_tile(consumer);
-    const bool in_image = row_tile < row_tiles;  // else: multiplies, stores nothing
+    // Else (the lower tile of an odd last row) it only takes the steps and hands them back.
+    const bool in_image = row_tile < row_tiles;
     const Tile tile(*work.task, width, min(row_tile, row_tiles - 1), work.at.col);
+    // Stored by tensor stores from swizzled boxes where the task has an output map, else by the
+    // threads' copy-out (or bulk row stores) from pitched rows.
+    const bool boxes = work.task->out_map_encoded != 0;
 #pragma unroll 1
     for (uint32_t channel = 0; channel < kChannels; ++channel) {
 #pragma unroll 1
       for (uint32_t slice = 0; slice < work.slices; ++slice, ++step) {
         detail::wait_barrier(ring.full + ring.stage(step), ring.parity(step));
         const uint32_t k0 = slice * kDepth;
-        if (kFirstHalves || rank < k0 + kDepth) {  // the one step of the channel past the rank
-          zero_us_from(ring.at(step) + consumer * kStepBytes, thread, rank - k0);
-          sync_consumer(consumer);
+        if (in_image) {
+          if (kFirstHalves || rank < k0 + kDepth) {  // the channel's one step past the rank
+            zero_us_from(ring.at(step) + consumer * kStepBytes, thread, rank - k0);
+            sync_consumer(consumer);
+          }
+          operands.multiply(ring.stage(step), slice != 0, top, bottom);
         }
-        operands.multiply(ring.stage(step), slice != 0, top, bottom);
         if (!follower_released && step == stagger_steps<kStages>()) {
           release_the_follower();
           follower_released = true;
@@ -501,28 +504,27 @@ __global__ void __launch_bounds__(kThreads, 1)
       detail::pin_accumulators(bottom);
 
       if (!in_image) continue;
-      if (channel == 0) {  // the earlier tile's readers are done with the staging
-        if (reader == Reader::kStoreWarp) {
-          detail::wait_barrier(handoff.empty, empty_parity);
-          empty_parity ^= 1U;
-        } else if (reader == Reader::kOwn) {
-          detail::wait_bulk_reads();
-          sync_consumer(consumer);
-        }
-        reader = Reader::kNone;
+      if (channel == 0 && staging_read) {  // the earlier tile's copy-out is done with it
+        detail::wait_bulk_reads();
+        sync_consumer(consumer);
+        staging_read = false;
       }
-      round_into_staging(top, tile, staging, first_row, channel);
-      round_into_staging(bottom, tile, staging, kWgmmaRows + first_row, channel);
+      if (boxes) {
+        round_into_boxes<kChannels>(top, bottom, staging, first_row, channel);
+      } else {
+        round_into_staging(top, tile, staging, first_row, channel);
+        round_into_staging(bottom, tile, staging, kWgmmaRows + first_row, channel);
+      }
     }
     if (!in_image) continue;
-    if (to_store_warp(tile, work.slices, width)) {
+    if (boxes) {
       detail::fence_shared_for_bulk_copy();
-      detail::arrive(handoff.full);
-      reader = Reader::kStoreWarp;
+      sync_consumer(consumer);
+      if (thread == 0) tensor_store_tile<kChannels>(*work.task, tile, staging, width);
     } else {
       tile.copy_out_async(staging, height, width, thread, [&] { sync_consumer(consumer); });
-      reader = Reader::kOwn;
     }
+    staging_read = true;
   }
   if (!follower_released) release_the_follower();  // fewer steps than the stagger
   detail::wait_bulk_reads();  // before the block's shared memory goes

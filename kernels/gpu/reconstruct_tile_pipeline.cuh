@@ -145,44 +145,20 @@ struct OutputTile {
   __device__ __forceinline__ void copy_out_async(const unsigned char* staging, uint32_t height,
                                                  uint32_t width, uint32_t thread,
                                                  Sync&& sync) const {
+    const uint32_t tile_rows = min(kTile, height - row0);
+    const uint32_t tile_cols = min(kTile, width - col0);
 #if SVDSERVE_HAS_BULK_STORE
-    if (copy_engine_stores(width)) {
+    if (bulk_storable(tile_cols)) {
       fence_shared_for_bulk_copy();
       sync();
-      bulk_store_rows(staging, height, width, thread, kThreads);  // a row a thread
+      if (thread < tile_rows) bulk_store_row(staging, thread, tile_cols);
       return;
     }
 #endif
     sync();
-    copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, out, row_bytes,
-                                                        min(kTile, height - row0),
-                                                        min(kTile, width - col0), thread);
+    copy_out_tile<uint8_t, kChannels, kPitch, kThreads>(staging, out, row_bytes, tile_rows,
+                                                        tile_cols, thread);
   }
-
-  // Whether the copy engine can store this tile (copy_out, copy_out_async, bulk_store_rows).
-  [[nodiscard]] __device__ __forceinline__ bool copy_engine_stores(uint32_t width) const {
-#if SVDSERVE_HAS_BULK_STORE
-    return bulk_storable(min(kTile, width - col0));
-#else
-    return false;
-#endif
-  }
-
-#if SVDSERVE_HAS_BULK_STORE
-  // The copy engine's part of copy_out_async alone, for threads of their own (a store warp):
-  // rows first, first + step, ... of a tile that copy_engine_stores. The staging's writers have
-  // fenced (fence_shared_for_bulk_copy) and synchronised with this thread; it waits for the
-  // reads (wait_bulk_reads) before the staging is written again.
-  __device__ __forceinline__ void bulk_store_rows(const unsigned char* staging, uint32_t height,
-                                                  uint32_t width, uint32_t first,
-                                                  uint32_t step) const {
-    const uint32_t tile_rows = min(kTile, height - row0);
-    const uint32_t tile_cols = min(kTile, width - col0);
-    for (uint32_t row = first; row < tile_rows; row += step) {
-      bulk_store_row(staging, row, tile_cols);
-    }
-  }
-#endif
 
  private:
 #if SVDSERVE_HAS_BULK_STORE

@@ -58,6 +58,7 @@
 
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/cuda_resources.hpp"
+#include "kernels/gpu/output_tensor_map.hpp"
 #include "kernels/gpu/reconstruct.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/wgmma_operands.hpp"
@@ -405,6 +406,7 @@ class ShapeRun {
     for (uint32_t b = 0; b < batch_; ++b) {
       list.push_back({us(b), v(b), rank, layout_.rank_kept, out.as<std::byte>() + out_bytes() * b,
                       operands(b)});
+      gpu::encode_output_map(list.back(), shape_);  // as the server does (gpu_reconstruct.cpp)
     }
     return list;
   }

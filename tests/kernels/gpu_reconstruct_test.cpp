@@ -39,6 +39,7 @@
 #include "kernels/errors.hpp"
 #include "kernels/gpu/cuda_check.hpp"
 #include "kernels/gpu/cuda_resources.hpp"
+#include "kernels/gpu/output_tensor_map.hpp"
 #include "kernels/gpu/reconstruct.hpp"
 #include "kernels/gpu/wgmma_operands.hpp"
 #include "kernels/image.hpp"
@@ -247,6 +248,15 @@ class GpuReconstructTest : public ::testing::Test {
 
   [[nodiscard]] gpu::StreamView stream() const { return stream_->view(); }
 
+  // Which u8 tasks get an output tensor map (the wgmma kernel stores those tiles by tensor
+  // stores, the others by its threads; the other paths ignore it). Where the output allows one.
+  enum class OutputMaps { all, none, two_in_three };
+  OutputMaps output_maps_ = OutputMaps::all;
+  [[nodiscard]] bool gets_output_map(std::size_t task) const {
+    return output_maps_ == OutputMaps::all ||
+           (output_maps_ == OutputMaps::two_in_three && task % 3 != 0);
+  }
+
   DeviceFactors upload(const HostFactors& f) {
     const gpu::WgmmaOperandLayout layout{f.shape, f.rank_kept};
     DeviceFactors d{gpu::DeviceBuffer(f.us.size() * sizeof(float)),
@@ -286,6 +296,9 @@ class GpuReconstructTest : public ::testing::Test {
                        factors[t]->rank_kept,
                        arena.as<std::byte>() + result.first_output + t * result.bytes_per_output,
                        factors[t]->wgmma_operands.data()});
+      if (pixels == OutputPixels::u8 && gets_output_map(t)) {
+        gpu::encode_output_map(tasks.back(), shape);
+      }
     }
     gpu::DeviceBuffer tasks_device(tasks.size() * sizeof(ReconstructTask));
     gpu::DeviceBuffer scratch(shape.values() * sizeof(float));
@@ -352,7 +365,8 @@ class GpuReconstructTest : public ::testing::Test {
 
   // Defined with the tests that use it, below.
   void check_blocks_that_loop(uint32_t channels, uint32_t tiles_per_block,
-                              std::span<const uint32_t> rank_cycle, std::size_t lead_values);
+                              std::span<const uint32_t> rank_cycle, std::size_t lead_values,
+                              uint32_t width = 384);
 
   static void check_u8(const ImageShape& shape, std::span<const uint8_t> actual,
                        std::span<const double> reference) {
@@ -499,15 +513,15 @@ TEST_F(GpuReconstructTest, BatchOfTasksWithDifferentRanksInOneLaunch) {
 // 3 x 2 tiles of 128, the lower ones 52 rows (their second warpgroup's rows all outside).
 void GpuReconstructTest::check_blocks_that_loop(uint32_t channels, uint32_t tiles_per_block,
                                                 std::span<const uint32_t> rank_cycle,
-                                                std::size_t lead_values) {
+                                                std::size_t lead_values, uint32_t width) {
   const uint64_t seed = run_seed() ^ channels;
   SCOPED_TRACE(seed_text(seed));
   int device = 0;
   int sms = 0;
   SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
   SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const ImageShape shape{384, 180, channels};
-  constexpr uint32_t kTilesPerTask = 6;
+  const ImageShape shape{width, 180, channels};
+  const uint32_t kTilesPerTask = 2 * ((width + 127) / 128);
   const uint32_t rank_kept = *std::ranges::max_element(rank_cycle);
   // Every block gets tiles_per_block tiles or more (the launch: 2 blocks per SM).
   const uint32_t tasks =
@@ -540,13 +554,42 @@ TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesWithFourChannelsUnaligned) {
   check_blocks_that_loop(4, 2, kRanks, 3);
 }
 
-TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesStoredByStoreWarpsAndByConsumers) {
-  // Three channels, aligned rows: the wgmma kernel hands tiles of 6 k-steps a channel or more
-  // (rank 81 up) to its store warps and stores smaller ones from its consumers. A task is 3 pairs
-  // of tiles, so on 132 SMs a block's next pair is 44 tasks on, 4 places further in this cycle:
-  // each block switches between the two ways on its staging tiles.
+TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesStoredByTensorMapsAndByThreads) {
+  // Three channels, rows of 1008 bytes (whole 16-byte chunks, not whole tiles): two tasks in three
+  // have an output map, so the wgmma kernel stores their tiles by tensor stores from swizzled
+  // boxes (the last column's second box clipped by the copy engine, its third not issued, the
+  // lower row tile clipped at row 180) and the third task's by its threads from pitched rows. A
+  // task is 3 pairs of tiles, so on 132 SMs a block's next pair is 44 tasks on: each block
+  // switches between the two layouts on its staging tiles.
+  output_maps_ = OutputMaps::two_in_three;
   constexpr uint32_t kRanks[] = {96, 16, 120, 80, 64, 1, 8, 81};
-  check_blocks_that_loop(3, 2, kRanks, 0);
+  check_blocks_that_loop(3, 2, kRanks, 0, 336);
+}
+
+TEST_F(GpuReconstructTest, TensorMapAndThreadStoresGiveTheSameBytes) {
+  // The same launch with and without output maps: only how the tiles leave differs.
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  for (const uint32_t channels : {1U, 2U, 3U, 4U}) {
+    const ImageShape shape{272, 300, channels};  // rows of 272 * c bytes: all 16-byte chunks
+    SCOPED_TRACE("channels " + std::to_string(channels));
+    const uint32_t ranks[] = {1, 37, 130};
+    std::vector<DeviceFactors> device;
+    std::vector<const DeviceFactors*> pointers;
+    for (std::size_t t = 0; t < std::size(ranks); ++t) {
+      device.push_back(upload(random_factors(shape, shape.full_rank(), seed + t)));
+    }
+    for (const DeviceFactors& d : device) pointers.push_back(&d);
+    output_maps_ = OutputMaps::all;
+    const RunOutput boxes =
+        run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonA);
+    output_maps_ = OutputMaps::none;
+    const RunOutput rows =
+        run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonB);
+    for (std::size_t t = 0; t < std::size(ranks); ++t) {
+      EXPECT_TRUE(std::ranges::equal(boxes.u8(t), rows.u8(t))) << "task " << t;
+    }
+  }
 }
 
 // The wgmma kernel multiplies in FP16 (65504 at most, normal from 2^-14): factors with US far

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds session 21's variants of the wgmma kernel into bundle/quick21.tar.xz for
+# run-on-device.sh. Run from the repository root of a checkout with build-portable built
+# (.ci/bundle.sh), with the tensor-map store in the working tree:
+#   tma:     the working tree (the bench, and the GPU kernel tests)
+#   nostore: the same without the tensor stores themselves (the tiles are rounded into their
+#            boxes, fenced and synchronised, but never stored): how far the store is from free
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+build=build-portable
+kernel=kernels/gpu/reconstruct_fused_wgmma.cu
+stage=/tmp/svdserve-quick-21
+rm -rf "$stage" && mkdir -p "$stage/svdserve/bin"
+cp "$kernel" /tmp/quick21-kernel.cu
+restore() { cp /tmp/quick21-kernel.cu "$kernel"; }
+trap restore EXIT
+tests=$(find "$build" -name svdserve_gpu_kernel_tests -type f | head -1)
+
+for name in tma nostore; do
+  restore
+  if [[ $name == nostore ]]; then
+    sed -i 's|if (thread == 0) tensor_store_tile<kChannels>(\*work.task, tile, staging, width);||' "$kernel"
+    ! grep -q 'tensor_store_tile<kChannels>(\*work' "$kernel"
+  fi
+  cmake --build "$build" -j"${JOBS:-2}" --target svdserve_reconstruct_bench svdserve_gpu_kernel_tests
+  cp "$build/tests/bench/svdserve_reconstruct_bench" "$stage/svdserve/bin/bench_$name"
+  [[ $name == tma ]] && cp "$tests" "$stage/svdserve/bin/tests_$name"
+done
+restore
+strip "$stage"/svdserve/bin/*
+tar -C "$stage" -cf - svdserve | xz -T"${JOBS:-2}" -6 > bundle/quick21.tar.xz
+ls -la bundle/quick21.tar.xz

@@ -1,0 +1,66 @@
+#include "kernels/gpu/output_tensor_map.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/errors.hpp"
+#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/reconstruct.hpp"
+
+namespace svdserve::gpu {
+namespace {
+
+// The copy engine's alignment for a tensor map's address and row stride.
+constexpr uint64_t kMapAlignment = 16;
+
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled from the driver the runtime loaded, looked up once (12.0's signature,
+// the one this file calls).
+EncodeTiled encode_tiled() {
+  static const EncodeTiled function = [] {
+    void* address = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    SVDSERVE_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &address,
+                                                         12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || address == nullptr) {
+      throw InternalError("the CUDA driver has no cuTensorMapEncodeTiled (it needs CUDA 12)");
+    }
+    return reinterpret_cast<EncodeTiled>(address);
+  }();
+  return function;
+}
+
+}  // namespace
+
+bool encode_output_map(ReconstructTask& task, const ImageShape& shape) {
+  task.out_map_encoded = 0;
+  const uint64_t row_bytes = uint64_t{shape.width} * shape.channels;
+  if (reinterpret_cast<std::uintptr_t>(task.out) % kMapAlignment != 0 ||
+      row_bytes % kMapAlignment != 0 || shape.height == 0) {
+    return false;
+  }
+  const cuuint64_t dims[] = {row_bytes, shape.height};
+  const cuuint64_t strides[] = {row_bytes};  // of dimension 1; dimension 0 is packed
+  const cuuint32_t box[] = {kOutputBoxBytes, kOutputBoxRows};
+  const cuuint32_t element_strides[] = {1, 1};
+  const CUresult result = encode_tiled()(
+      &task.out_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, task.out, dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS) {
+    throw InternalError("cuTensorMapEncodeTiled refused the output of a " +
+                        std::to_string(shape.width) + " x " + std::to_string(shape.height) +
+                        " x " + std::to_string(shape.channels) + " image (CUresult " +
+                        std::to_string(static_cast<int>(result)) + ")");
+  }
+  task.out_map_encoded = 1;
+  return true;
+}
+
+}  // namespace svdserve::gpu
