@@ -5,6 +5,10 @@
 #   tma: the GPU kernel tests of tma; racecheck and synccheck on the new tests; main, tma and
 #        nostore at k = 16, 64 and 256 (--quick, 3 channels, two rounds, main first in each);
 #        the SASS of the 3-channel kernel of each, counted by opcode, where cuobjdump is.
+#   final: (bundle/svdserve.tar.xz of the commit under test, BUNDLE=bundle/quick21b.tar.xz: the
+#        benches of main at 3387802, tma and nostore) the bundle's bench ("final": tma, and the
+#        lower tile past the image no longer loaded or multiplied) against main and tma, two
+#        rounds.
 set -u
 part=${1:?usage: run-on-device.sh tma}
 mkdir -p /tmp/m /tmp/q
@@ -51,6 +55,12 @@ case "$part" in
         grep -E -A1 'Race reported between' /tmp/san.log | grep -oE '(bulk_load|zero_us_from|round_into_[a-z]*|tensor_store[a-z_]*|bulk_store[a-z_]*|copy_out[a-z_]*)\(' | sort | uniq -c
         cat /tmp/san.log >> $OUT/sanitizer-tma.log
       done
+    done
+    ;;
+  final)
+    cp $R/bin/svdserve_reconstruct_bench $B/bench_final
+    for sr in ${ROWS:-1920x1080:16 1920x1080:64 1920x1080:256}; do
+      runs=2 limit=25 compare ${sr%:*} ${sr#*:} 3 tma final
     done
     ;;
   *) echo "unknown part: $part" >&2; exit 2 ;;
