@@ -338,9 +338,16 @@ struct StageOperands {
 };
 
 // Where this thread's accumulators go (wgmma.cuh's layout): warp w of the warpgroup holds rows
-// 16w + g and 16w + g + 8 (g = lane / 4) of each 64-row half, columns 8j + 2t and 8j + 2t + 1
-// (t = lane % 4).
+// 16w + g and 16w + g + 8 (g = lane / 4) of each 64-row half, slots 8j + 2t + e (t = lane % 4,
+// e = 0, 1), which hold tile columns 8j + 4e + t (V's order in its operands,
+// wgmma_column_of): for each (j, e) the row's four threads hold four adjacent pixels.
 constexpr uint32_t kRowsPerWarp = kWgmmaRows / (kWarpgroupThreads / kWarpSize);
+
+// The tile column of this thread's slot (j, e).
+__device__ __forceinline__ uint32_t column_of(uint32_t j, uint32_t e) {
+  return 8 * j + 4 * e + threadIdx.x % 4;
+}
+static_assert(wgmma_column_of(8 * 3 + 2 * 1 + 1) == 8 * 3 + 4 * 1 + 1);  // (j, t, e) = (3, 1, 1)
 
 // Rounds one 64-row half's accumulators into channel `channel` of the staging tile.
 template <typename OutputTile>
@@ -348,7 +355,6 @@ __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulato
                                                    const OutputTile& tile, unsigned char* staging,
                                                    uint32_t first_row, uint32_t channel) {
   constexpr uint32_t kChannels = OutputTile::kChannelCount;
-  const uint32_t first_col = 2 * (threadIdx.x % 4);
 #pragma unroll
   for (uint32_t half = 0; half < 2; ++half) {
     unsigned char* const stage_row = tile.staged(staging, first_row + kRowsPerWarp / 2 * half,
@@ -357,9 +363,8 @@ __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulato
     for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
 #pragma unroll
       for (uint32_t e = 0; e < 2; ++e) {
-        const uint32_t col = 8 * j + first_col + e;
         // STS.U8 stores the low byte; round_to_u8_packable leaves it there.
-        stage_row[col * kChannels] =
+        stage_row[column_of(j, e) * kChannels] =
             static_cast<uint8_t>(detail::round_to_u8_packable(acc[4 * j + 2 * half + e]));
       }
     }
@@ -375,13 +380,13 @@ __device__ __forceinline__ void round_into_boxes(const detail::WgmmaAccumulators
                                                  unsigned char* staging, uint32_t first_row,
                                                  uint32_t channel) {
   constexpr uint32_t kRowBytes = kOutputBoxBytes;
-  const uint32_t first_byte = 2 * (threadIdx.x % 4) * kChannels + channel;
+  const uint32_t first_byte = column_of(0, 0) * kChannels + channel;
 #pragma unroll
   for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
 #pragma unroll
     for (uint32_t e = 0; e < 2; ++e) {
       unsigned char* const at =
-          staging + detail::swizzled_offset(first_row, first_byte + (8 * j + e) * kChannels);
+          staging + detail::swizzled_offset(first_row, first_byte + (8 * j + 4 * e) * kChannels);
 #pragma unroll
       for (uint32_t half = 0; half < 2; ++half) {
         const uint32_t value = 4 * j + 2 * half + e;

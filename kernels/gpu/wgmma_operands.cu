@@ -25,6 +25,7 @@ struct FactorBlocks {
   std::size_t first;
   uint32_t tiles;
   uint32_t extent;
+  bool columns_permuted;  // V: wgmma_column_of's order in each group of 8 columns
 };
 
 // One thread per (channel, row or column, k) of one factor's blocks (US or V: the same layout),
@@ -54,8 +55,9 @@ __global__ void write_split_operands_kernel(const float* __restrict__ factor, La
   // K-major core matrices of 8 rows (or columns) x 8 values of k (128 bytes), the next 8 a core
   // matrix further; k 8-15 in the block's second half.
   const uint32_t k_in_step = k % Layout::kDepth;
+  const uint32_t slot = blocks.columns_permuted ? wgmma_slot_of_column(in_tile) : in_tile;
   const std::size_t offset = k_in_step / 8 * Layout::kHalfStepBytes +
-                             in_tile / 8 * detail::kCoreMatrixBytes + in_tile % 8 * 16 +
+                             slot / 8 * detail::kCoreMatrixBytes + slot % 8 * 16 +
                              k_in_step % 8 * sizeof(uint16_t);
   unsigned char* const block = out + blocks.first +
                                (channel_tile * layout.steps() + k / Layout::kDepth) *
@@ -104,8 +106,9 @@ void write_wgmma_operands(const float* us, const float* v, const WgmmaOperandLay
   auto* const out = static_cast<unsigned char*>(operands);
   const std::size_t depth = std::size_t{layout.steps()} * Layout::kDepth;
   const uint32_t channels = layout.shape.channels;
-  const FactorBlocks us_blocks{0, layout.row_tiles(), layout.shape.height};
-  const FactorBlocks v_blocks{layout.v_offset(0, 0, 0), layout.col_tiles(), layout.shape.width};
+  const FactorBlocks us_blocks{0, layout.row_tiles(), layout.shape.height, false};
+  const FactorBlocks v_blocks{layout.v_offset(0, 0, 0), layout.col_tiles(), layout.shape.width,
+                              true};
   for (const auto& [factor, blocks, scale] :
        {std::tuple{us, us_blocks, std::ldexp(1.0F, -exponent)},
         std::tuple{v, v_blocks, std::ldexp(1.0F, exponent)}}) {

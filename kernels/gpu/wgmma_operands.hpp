@@ -13,6 +13,9 @@
 // Each block holds its k-step in two halves of 4 KiB, k 0-7 then k 8-15, so that a tile of rank
 // 8 or less copies the first halves only (kHalfStepBytes); a half is the big part's core
 // matrices, then the small part's (kPartBytes further).
+// V's columns are permuted in each group of 8 (wgmma_column_of), so that the four threads that
+// share an accumulator row hold four adjacent pixels: their byte stores then fall into one
+// 16-byte chunk of the staging row, in banks apart from the other rows'.
 // All US blocks come first, [channel][row tile][k-step], then the V blocks, [channel][column
 // tile][k-step]. Rows and columns past the image and k past rank_kept are zero. Size: US's and V's
 // bytes in FP32 (two FP16 parts each), rounded up to whole tiles and k-steps.
@@ -58,6 +61,21 @@ struct WgmmaOperandLayout {
   }
   [[nodiscard]] constexpr std::size_t bytes() const { return v_offset(shape.channels, 0, 0); }
 };
+
+// V's order: a wgmma accumulator column ("slot", n = 8j + 2t + e: thread t of its row's four
+// holds n and n + 1, wgmma.cuh) and the tile column it holds, 8j + 4e + t. A thread's two
+// columns of a group are 4 apart; the four threads' columns for one (j, e) are adjacent. Why:
+// in the natural order the four threads' bytes (two columns each, 3 channels) span 24 bytes and
+// the eight rows of a warp's byte store collided in the staging's banks (2.08 shared-memory
+// wavefronts a store, ncu, session 21); four adjacent pixels are at most 16 bytes.
+[[nodiscard]] constexpr uint32_t wgmma_column_of(uint32_t slot) {
+  return slot / 8 * 8 + slot % 2 * 4 + slot % 8 / 2;
+}
+[[nodiscard]] constexpr uint32_t wgmma_slot_of_column(uint32_t column) {
+  return column / 8 * 8 + column % 4 * 2 + column % 8 / 4;
+}
+static_assert(wgmma_slot_of_column(wgmma_column_of(13)) == 13 && wgmma_column_of(2) == 1 &&
+              wgmma_column_of(1) == 4);
 
 // The e of the 2^-e and 2^e scales for factors whose US entries are at most `us_bound` in
 // magnitude (for a decomposed image: its largest channel Frobenius norm) and whose V entries are

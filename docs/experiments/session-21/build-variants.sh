@@ -5,6 +5,10 @@
 #   tma:     the working tree (the bench, and the GPU kernel tests)
 #   nostore: the same without the tensor stores themselves (the tiles are rounded into their
 #            boxes, fenced and synchronised, but never stored): how far the store is from free
+#   perm:    the working tree at the second experiment (V's columns permuted so that a row's four
+#            threads hold adjacent pixels), with its GPU kernel tests:
+#            VARIANTS=perm OUTPUT=bundle/quick21c.tar.xz, with bench_final (the bundle of 22a5411)
+#            added by hand, as bench_main was to quick21b.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build=build-portable
@@ -16,7 +20,7 @@ restore() { cp /tmp/quick21-kernel.cu "$kernel"; }
 trap restore EXIT
 tests=$(find "$build" -name svdserve_gpu_kernel_tests -type f | head -1)
 
-for name in tma nostore; do
+for name in ${VARIANTS:-tma nostore}; do
   restore
   if [[ $name == nostore ]]; then
     sed -i 's|if (thread == 0) tensor_store_tile<kChannels>(\*work.task, tile, staging, width);||' "$kernel"
@@ -24,9 +28,9 @@ for name in tma nostore; do
   fi
   cmake --build "$build" -j"${JOBS:-2}" --target svdserve_reconstruct_bench svdserve_gpu_kernel_tests
   cp "$build/tests/bench/svdserve_reconstruct_bench" "$stage/svdserve/bin/bench_$name"
-  [[ $name == tma ]] && cp "$tests" "$stage/svdserve/bin/tests_$name"
+  [[ $name != nostore ]] && cp "$tests" "$stage/svdserve/bin/tests_$name"
 done
 restore
 strip "$stage"/svdserve/bin/*
-tar -C "$stage" -cf - svdserve | xz -T"${JOBS:-2}" -6 > bundle/quick21.tar.xz
-ls -la bundle/quick21.tar.xz
+tar -C "$stage" -cf - svdserve | xz -T"${JOBS:-2}" -6 > "${OUTPUT:-bundle/quick21.tar.xz}"
+ls -la "${OUTPUT:-bundle/quick21.tar.xz}"
