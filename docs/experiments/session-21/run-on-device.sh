@@ -9,6 +9,10 @@
 #        benches of main at 3387802, tma and nostore) the bundle's bench ("final": tma, and the
 #        lower tile past the image no longer loaded or multiplied) against main and tma, two
 #        rounds.
+#   perm: (BUNDLE=bundle/quick21c.tar.xz: main at 3387802, final at 22a5411, perm) perm's GPU
+#        kernel tests; main, final and perm at k = 16, 64 and 256, two rounds; perm's
+#        shared-memory store wavefronts and bank conflicts under ncu at 4096², k = 16 (as
+#        run-ncu.sh measured final's).
 set -u
 part=${1:?usage: run-on-device.sh tma}
 mkdir -p /tmp/m /tmp/q
@@ -61,6 +65,19 @@ case "$part" in
     cp $R/bin/svdserve_reconstruct_bench $B/bench_final
     for sr in ${ROWS:-1920x1080:16 1920x1080:64 1920x1080:256}; do
       runs=2 limit=25 compare ${sr%:*} ${sr#*:} 3 tma final
+    done
+    ;;
+  perm)
+    timeout 200 $B/tests_perm --gtest_brief=1 > $OUT/tests-perm.log 2>&1
+    echo "tests_perm rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' $OUT/tests-perm.log | tr '\n' ' ')"
+    grep -E '^\[  FAILED' $OUT/tests-perm.log | head -5
+    for sr in ${ROWS:-4096x4096:16 1024x1024:16 2048x2048:16 1920x1080:16 256x256:16 4096x4096:64 1024x1024:64 1920x1080:64 4096x4096:256 1024x1024:256}; do
+      runs=2 limit=25 compare ${sr%:*} ${sr#*:} 3 final perm
+    done
+    for b in final perm; do
+      timeout 120 ncu --clock-control none --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,sm__cycles_elapsed.avg,gpu__time_duration.sum \
+        -k regex:fused_reconstruct_wgmma -s 2 -c 1 $B/bench_$b --quick --size 4096x4096 --rank 16 > $OUT/ncu-$b.txt 2>&1
+      echo "ncu $b: $(grep -E 'l1tex__|sm__cycles|gpu__time' $OUT/ncu-$b.txt | awk '{print $1, $NF}' | tr '\n' ' ')"
     done
     ;;
   *) echo "unknown part: $part" >&2; exit 2 ;;
