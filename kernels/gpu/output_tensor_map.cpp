@@ -42,7 +42,7 @@ bool encode_output_map(ReconstructTask& task, const ImageShape& shape) {
   task.out_map_encoded = 0;
   const uint64_t row_bytes = uint64_t{shape.width} * shape.channels;
   if (reinterpret_cast<std::uintptr_t>(task.out) % kMapAlignment != 0 ||
-      row_bytes % kMapAlignment != 0 || shape.height == 0) {
+      row_bytes % kMapAlignment != 0 || row_bytes == 0 || shape.height == 0) {
     return false;
   }
   const cuuint64_t dims[] = {row_bytes, shape.height};

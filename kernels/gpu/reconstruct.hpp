@@ -33,8 +33,8 @@ struct ReconstructTask {
   const void* wgmma_operands = nullptr;
   // `out` as a tensor map for the wgmma variant's copy engine (output_tensor_map.hpp), valid
   // where out_map_encoded: encode_output_map sets both for an output the copy engine can address.
-  // Without it (f32 outputs, rows that are not whole 16-byte chunks, or a caller that skipped it)
-  // the wgmma kernel's threads store its tiles, at the same pixels.
+  // Without it (an output not 16-byte aligned, rows that are not whole 16-byte chunks, or a
+  // caller that skipped it) the wgmma kernel's threads store its tiles, at the same pixels.
   uint32_t out_map_encoded = 0;
   CUtensorMap out_map{};
 };

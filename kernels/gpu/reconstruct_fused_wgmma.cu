@@ -37,8 +37,8 @@
 // ring) spent 0.73-0.78 of its time at k = 256 outside its MMAs, on that synchronisation
 // (docs/PERFORMANCE.md, session 15), and at small ranks each tile's chain of latencies (first
 // copies, drains, rounding, copy-out) was serial. This one ran 1.07-1.32x faster at k = 16,
-// 1.03-1.12x at k = 64 and 1.05-1.11x at k = 256 on the H100 (full benchmark, session 19); at
-// 1920 x 1080 its last pair of row tiles has no lower tile, so a tenth of its MMAs are wasted.
+// 1.03-1.12x at k = 64 and 1.05-1.11x at k = 256 on the H100 (full benchmark, session 19).
+// Session 21's tensor-map stores: 1.06-1.12x at k = 64, as fast at k = 16 and 256.
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
@@ -95,7 +95,7 @@ constexpr uint32_t kMaxStages = 8;
 template <uint32_t kChannels>
 constexpr std::size_t staging_bytes() {
   constexpr std::size_t kRows = std::size_t{kTile} * pitch<kChannels>();
-  constexpr std::size_t kBoxes = std::size_t{kChannels} * detail::kOutputBoxBytesTotal;
+  constexpr std::size_t kBoxes = std::size_t{kChannels} * detail::kStagingBoxBytes;
   constexpr std::size_t kAlign = detail::kSwizzleAlignment;
   return (std::max(kRows, kBoxes) + kAlign - 1) / kAlign * kAlign;
 }
@@ -400,24 +400,6 @@ __device__ __forceinline__ void round_into_boxes(const detail::WgmmaAccumulators
   }
 }
 
-// Hands a staged, swizzled tile to the copy engine: a tensor store per box inside the image
-// (the copy engine clips a box at the image's edges). The caller fenced and synchronised its
-// writers; it waits for the reads (wait_bulk_reads) before it writes the staging again.
-template <uint32_t kChannels, typename Tile>
-__device__ __forceinline__ void tensor_store_tile(const ReconstructTask& task, const Tile& tile,
-                                                  const unsigned char* staging, uint32_t width) {
-  const uint32_t row_bytes = width * kChannels;
-#pragma unroll
-  for (uint32_t box = 0; box < kChannels; ++box) {
-    const uint32_t x = tile.col0 * kChannels + box * kOutputBoxBytes;
-    if (x < row_bytes) {
-      detail::tensor_store_box(&task.out_map, x, tile.row0,
-                               staging + box * detail::kOutputBoxBytesTotal);
-    }
-  }
-  detail::commit_bulk_group();
-}
-
 #endif  // SVDSERVE_HAS_WGMMA
 
 // kFirstHalves: every task's rank is 8 or less (produce, StageOperands).
@@ -481,6 +463,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Stored by tensor stores from swizzled boxes where the task has an output map, else by the
     // threads' copy-out (or bulk row stores) from pitched rows.
     const bool boxes = work.task->out_map_encoded != 0;
+    if (boxes && in_image && thread == 0) detail::acquire_tensor_map(&work.task->out_map);
 #pragma unroll 1
     for (uint32_t channel = 0; channel < kChannels; ++channel) {
 #pragma unroll 1
@@ -525,7 +508,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (boxes) {
       detail::fence_shared_for_bulk_copy();
       sync_consumer(consumer);
-      if (thread == 0) tensor_store_tile<kChannels>(*work.task, tile, staging, width);
+      if (thread == 0) {
+        detail::tensor_store_tile<kChannels>(&work.task->out_map, tile.row0, tile.col0,
+                                             width * kChannels, staging);
+      }
     } else {
       tile.copy_out_async(staging, height, width, thread, [&] { sync_consumer(consumer); });
     }

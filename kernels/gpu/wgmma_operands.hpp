@@ -14,8 +14,8 @@
 // 8 or less copies the first halves only (kHalfStepBytes); a half is the big part's core
 // matrices, then the small part's (kPartBytes further).
 // V's columns are permuted in each group of 8 (wgmma_column_of), so that the four threads that
-// share an accumulator row hold four adjacent pixels: their byte stores then fall into one
-// 16-byte chunk of the staging row, in banks apart from the other rows'.
+// share an accumulator row hold four adjacent pixels: their byte stores then span at most 16
+// bytes of the staging row, in banks apart from the other rows'.
 // All US blocks come first, [channel][row tile][k-step], then the V blocks, [channel][column
 // tile][k-step]. Rows and columns past the image and k past rank_kept are zero. Size: US's and V's
 // bytes in FP32 (two FP16 parts each), rounded up to whole tiles and k-steps.
@@ -66,7 +66,7 @@ struct WgmmaOperandLayout {
 // holds n and n + 1, wgmma.cuh) and the tile column it holds, 8j + 4e + t. A thread's two
 // columns of a group are 4 apart; the four threads' columns for one (j, e) are adjacent. Why:
 // in the natural order the four threads' bytes (two columns each, 3 channels) span 24 bytes and
-// the eight rows of a warp's byte store collided in the staging's banks (1.68 shared-memory
+// the eight rows of a warp's byte store collided in the staging's banks (1.70 shared-memory
 // wavefronts a store, ncu, session 21); four adjacent pixels are at most 16 bytes (1.13
 // wavefronts a store; the kernel's time 0.95-1.07x, docs/PERFORMANCE.md, session 21).
 [[nodiscard]] constexpr uint32_t wgmma_column_of(uint32_t slot) {

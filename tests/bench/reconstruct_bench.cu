@@ -406,7 +406,9 @@ class ShapeRun {
     for (uint32_t b = 0; b < batch_; ++b) {
       list.push_back({us(b), v(b), rank, layout_.rank_kept, out.as<std::byte>() + out_bytes() * b,
                       operands(b)});
-      gpu::encode_output_map(list.back(), shape_);  // as the server does (gpu_reconstruct.cpp)
+      // As the server does (gpu_reconstruct.cpp), which also aligns each output to 16 bytes:
+      // here a size whose image is not whole 16-byte chunks stores all but its first by threads.
+      gpu::encode_output_map(list.back(), shape_);
     }
     return list;
   }

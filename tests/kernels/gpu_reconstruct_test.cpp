@@ -521,11 +521,11 @@ void GpuReconstructTest::check_blocks_that_loop(uint32_t channels, uint32_t tile
   SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
   SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const ImageShape shape{width, 180, channels};
-  const uint32_t kTilesPerTask = 2 * ((width + 127) / 128);
+  const uint32_t tiles_per_task = 2 * ((width + 127) / 128);
   const uint32_t rank_kept = *std::ranges::max_element(rank_cycle);
   // Every block gets tiles_per_block tiles or more (the launch: 2 blocks per SM).
   const uint32_t tasks =
-      (tiles_per_block * 2 * static_cast<uint32_t>(sms) + kTilesPerTask) / kTilesPerTask;
+      (tiles_per_block * 2 * static_cast<uint32_t>(sms) + tiles_per_task) / tiles_per_task;
   std::vector<uint32_t> ranks;
   std::vector<HostFactors> host;
   for (uint32_t t = 0; t < tasks; ++t) {
@@ -564,6 +564,20 @@ TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesStoredByTensorMapsAndByThreads
   output_maps_ = OutputMaps::two_in_three;
   constexpr uint32_t kRanks[] = {96, 16, 120, 80, 64, 1, 8, 81};
   check_blocks_that_loop(3, 2, kRanks, 0, 336);
+}
+
+TEST_F(GpuReconstructTest, OutputMapsOnlyWhereTheCopyEngineCanAddressTheOutput) {
+  gpu::DeviceBuffer out(4096);
+  ReconstructTask task{};
+  task.out = out.data();
+  EXPECT_TRUE(gpu::encode_output_map(task, ImageShape{16, 4, 3}));  // rows of 48 bytes
+  EXPECT_EQ(task.out_map_encoded, 1U);
+  EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{15, 4, 3}));  // rows of 45 bytes
+  EXPECT_EQ(task.out_map_encoded, 0U);
+  EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{16, 0, 3}));  // no rows
+  task.out = out.as<std::byte>() + 8;  // rows of 48 bytes from an address 8 bytes off
+  EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{16, 4, 3}));
+  EXPECT_EQ(task.out_map_encoded, 0U);
 }
 
 TEST_F(GpuReconstructTest, TensorMapAndThreadStoresGiveTheSameBytes) {
