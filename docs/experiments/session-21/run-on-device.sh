@@ -13,6 +13,9 @@
 #        kernel tests; main, final and perm at k = 16, 64 and 256, two rounds; perm's
 #        shared-memory store wavefronts and bank conflicts under ncu at 4096², k = 16 (as
 #        run-ncu.sh measured final's).
+#   fence: (the bundle of the final commit, BUNDLE=bundle/quick21d.tar.xz: perm's bench at
+#        4ce12ae) the bundle's bench, which acquires each task's tensor map before its first
+#        store, against perm, two rounds.
 set -u
 part=${1:?usage: run-on-device.sh tma}
 mkdir -p /tmp/m /tmp/q
@@ -78,6 +81,13 @@ case "$part" in
       timeout 120 ncu --clock-control none --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,sm__cycles_elapsed.avg,gpu__time_duration.sum \
         -k regex:fused_reconstruct_wgmma -s 2 -c 1 $B/bench_$b --quick --size 4096x4096 --rank 16 > $OUT/ncu-$b.txt 2>&1
       echo "ncu $b: $(grep -E 'l1tex__|sm__cycles|gpu__time' $OUT/ncu-$b.txt | awk '{print $1, $NF}' | tr '\n' ' ')"
+    done
+    ;;
+  fence)
+    cp $R/bin/svdserve_reconstruct_bench $B/bench_fence
+    cp $B/bench_perm $B/bench_main  # compare() runs "main" first: here 4ce12ae
+    for sr in ${ROWS:-4096x4096:16 1024x1024:16 1920x1080:16 4096x4096:64 1024x1024:64 4096x4096:256}; do
+      runs=2 limit=25 compare ${sr%:*} ${sr#*:} 3 fence
     done
     ;;
   *) echo "unknown part: $part" >&2; exit 2 ;;
