@@ -16,6 +16,8 @@
 #   fence: (the bundle of the final commit, BUNDLE=bundle/quick21d.tar.xz: perm's bench at
 #        4ce12ae) the bundle's bench, which acquires each task's tensor map before its first
 #        store, against perm, two rounds.
+#   stagger: (the bundle of ca070b8, whose bench is "main", BUNDLE=bundle/quick21e.tar.xz)
+#        consumer 1 started 2 (stag1) or 4 (stag3) steps behind instead of 3, two rounds.
 set -u
 part=${1:?usage: run-on-device.sh tma}
 mkdir -p /tmp/m /tmp/q
@@ -88,6 +90,11 @@ case "$part" in
     cp $B/bench_perm $B/bench_main  # compare() runs "main" first: here 4ce12ae
     for sr in ${ROWS:-4096x4096:16 1024x1024:16 1920x1080:16 4096x4096:64 1024x1024:64 4096x4096:256}; do
       runs=2 limit=25 compare ${sr%:*} ${sr#*:} 3 fence
+    done
+    ;;
+  stagger)
+    for sr in ${ROWS:-4096x4096:16 1024x1024:16 1920x1080:16 4096x4096:64 1024x1024:64 4096x4096:256}; do
+      runs=2 limit=25 compare ${sr%:*} ${sr#*:} 3 stag1 stag3
     done
     ;;
   *) echo "unknown part: $part" >&2; exit 2 ;;
