@@ -406,8 +406,8 @@ class ShapeRun {
     for (uint32_t b = 0; b < batch_; ++b) {
       list.push_back({us(b), v(b), rank, layout_.rank_kept, out.as<std::byte>() + out_bytes() * b,
                       operands(b)});
-      // As the server does (gpu_reconstruct.cpp), which also aligns each output to 16 bytes:
-      // here a size whose image is not whole 16-byte chunks stores all but its first by threads.
+      // As the server does (gpu_reconstruct.cpp). Image b starts b images in, so where a row is
+      // whole 16-byte chunks (what a map takes) so is every image's start.
       gpu::encode_output_map(list.back(), shape_);
     }
     return list;
