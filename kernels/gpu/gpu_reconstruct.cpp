@@ -45,8 +45,8 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
   std::vector<ReconstructTask> tasks(items.size());
   std::vector<std::size_t> offsets(items.size());
   std::size_t output_bytes = 0;
-  // Each output 16-byte aligned, so that the copy engine can store into it (output_tensor_map.hpp).
-  constexpr std::size_t kOutputAlignment = 16;
+  // Each output aligned for the copy engine's tensor maps (output_tensor_map.hpp).
+  constexpr std::size_t kOutputAlignment = kOutputMapAlignment;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const GpuFactors& factors = checked_factors(items[i], shape);
     output_bytes = (output_bytes + kOutputAlignment - 1) / kOutputAlignment * kOutputAlignment;

@@ -12,9 +12,6 @@
 namespace svdserve::gpu {
 namespace {
 
-// The copy engine's alignment for a tensor map's address and row stride.
-constexpr uint64_t kMapAlignment = 16;
-
 using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                  const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
                                  const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
@@ -41,8 +38,8 @@ EncodeTiled encode_tiled() {
 bool encode_output_map(ReconstructTask& task, const ImageShape& shape) {
   task.out_map_encoded = 0;
   const uint64_t row_bytes = uint64_t{shape.width} * shape.channels;
-  if (reinterpret_cast<std::uintptr_t>(task.out) % kMapAlignment != 0 ||
-      row_bytes % kMapAlignment != 0 || row_bytes == 0 || shape.height == 0) {
+  if (reinterpret_cast<std::uintptr_t>(task.out) % kOutputMapAlignment != 0 ||
+      row_bytes % kOutputMapAlignment != 0 || row_bytes == 0 || shape.height == 0) {
     return false;
   }
   const cuuint64_t dims[] = {row_bytes, shape.height};

@@ -28,6 +28,8 @@ struct ReconstructTask;
 // The box: 128 bytes (the 128-byte swizzle's span) of 128 rows (the wgmma kernel's tile).
 inline constexpr uint32_t kOutputBoxBytes = 128;
 inline constexpr uint32_t kOutputBoxRows = 128;
+// The copy engine's alignment for a map's address and row stride.
+inline constexpr uint32_t kOutputMapAlignment = 16;
 
 // Encodes task.out, a u8 output of `shape`, into task.out_map and sets task.out_map_encoded;
 // returns false and leaves it unset where the copy engine cannot address the output (a row that
