@@ -38,17 +38,20 @@ EncodeTiled encode_tiled() {
 bool encode_output_map(ReconstructTask& task, const ImageShape& shape) {
   task.out_map_encoded = 0;
   const uint64_t row_bytes = uint64_t{shape.width} * shape.channels;
+  const uint64_t tile_columns = shape.width / kOutputTileCols;  // whole ones
   if (reinterpret_cast<std::uintptr_t>(task.out) % kOutputMapAlignment != 0 ||
-      row_bytes % kOutputMapAlignment != 0 || row_bytes == 0 || shape.height == 0) {
+      row_bytes % kOutputMapAlignment != 0 || tile_columns == 0 || shape.height == 0) {
     return false;
   }
-  const cuuint64_t dims[] = {row_bytes, shape.height};
-  const cuuint64_t strides[] = {row_bytes};  // of dimension 1; dimension 0 is packed
-  const cuuint32_t box[] = {kOutputBoxBytes, kOutputBoxRows};
-  const cuuint32_t element_strides[] = {1, 1};
+  constexpr uint64_t kWord = sizeof(uint32_t);  // the elements: 32-bit words of 4 bytes
+  const uint64_t tile_row_bytes = uint64_t{kOutputTileCols} * shape.channels;
+  const cuuint64_t dims[] = {tile_row_bytes / kWord, tile_columns, shape.height};
+  const cuuint64_t strides[] = {tile_row_bytes, row_bytes};  // of dimensions 1 and 2
+  const cuuint32_t box[] = {output_staging_pitch(shape.channels) / kWord, 1, kOutputTileRows};
+  const cuuint32_t element_strides[] = {1, 1, 1};
   const CUresult result = encode_tiled()(
-      &task.out_map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, task.out, dims, strides, box,
-      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      &task.out_map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, task.out, dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
       CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS) {
     throw InternalError("cuTensorMapEncodeTiled refused the output of a " +

@@ -19,13 +19,14 @@
 //    consumers take every step of the one ring, in order; consumer 1 starts three steps behind
 //    (so that their roundings fall apart: stagger_steps), and the ring bounds the lead after
 //    that. No block barrier anywhere in the loop.
-//  - A consumer rounds a channel into its own staging tile, which the copy engine stores; it
-//    waits for those reads only before its next tile's first rounding. Where the task has an
-//    output tensor map (output_tensor_map.hpp) the staging is swizzled boxes and one thread
-//    stores the tile by a tensor store per box (tensor_store.cuh); else it is pitched rows
-//    (tile128's, reconstruct_tile_io.cuh) that the threads copy out, or hand to the copy engine
-//    a row each. A lower tile past the image is neither loaded, multiplied nor stored: its
-//    consumer takes the steps and hands them back (at 1920 x 1080, 15 of 150 tiles).
+//  - A consumer rounds a channel into its own staging tile of pitched rows, which the copy
+//    engine stores; it waits for those reads only before its next tile's first rounding. Where
+//    the tile is a whole column of the task's output tensor map (output_tensor_map.hpp) one
+//    thread stores it by one tensor store (tensor_store.cuh); else (no map, or the last, partial
+//    tile column) the threads copy it out, or hand it to the copy engine a row each
+//    (reconstruct_tile_pipeline.cuh). A lower tile past the image is neither loaded, multiplied
+//    nor stored: its consumer takes the steps and hands them back (at 1920 x 1080, 15 of 150
+//    tiles); a tile's bottom 64 rows past the image are neither multiplied nor rounded.
 //  - Values at k >= the task's rank (the blocks hold them up to rank_kept) are zeroed in the stage
 //    by the consumer before its wgmmas, on the one step of a channel that holds them.
 // (Sessions 18-21, docs/experiments/session-18 to -21: patches 1-3 built the same with a tile
@@ -38,7 +39,8 @@
 // (docs/PERFORMANCE.md, session 15), and at small ranks each tile's chain of latencies (first
 // copies, drains, rounding, copy-out) was serial. This one ran 1.07-1.32x faster at k = 16,
 // 1.03-1.12x at k = 64 and 1.05-1.11x at k = 256 on the H100 (full benchmark, session 19).
-// Session 21's tensor-map stores: 1.06-1.12x at k = 64, as fast at k = 16 and 256.
+// Session 21's tensor-map stores: 1.06-1.12x at k = 64, as fast at k = 16 and 256; session 22's
+// one tensor store of pitched rows instead of swizzled boxes: see output_tensor_map.hpp.
 // sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
 
 #include <cuda_runtime.h>
@@ -73,7 +75,7 @@ constexpr uint32_t kWarpSize = 32;
 constexpr uint32_t kProducerThread = kConsumers * kWarpgroupThreads;
 constexpr uint32_t kThreads = kProducerThread + kWarpSize;
 static_assert(kTile == 2 * kWgmmaRows);
-static_assert(kTile == kOutputBoxRows);  // a tile's tensor store: a box per 128 bytes of its rows
+static_assert(kTile == kOutputTileRows && kTile == kOutputTileCols);  // a tensor store per tile
 
 // A stage holds one k-step's operands of a 256 x 128 pair of tiles, one above the other: the
 // upper tile's US block, the lower one's, then their V block.
@@ -90,14 +92,13 @@ constexpr std::size_t kSharedBytesPerSm = 228 * 1024;
 constexpr std::size_t kReservedBytesPerBlock = 1024;
 constexpr uint32_t kMaxStages = 8;
 
-// A consumer's staging tile, in either layout: swizzled boxes for a tensor store
-// (tensor_store.cuh), or rows of pitch() bytes for the threads' copy-out; 1024-byte aligned.
+// A consumer's staging tile: rows of pitch() bytes, for its tensor store (tensor_store.cuh) or
+// the threads' copy-out.
 template <uint32_t kChannels>
 constexpr std::size_t staging_bytes() {
-  constexpr std::size_t kRows = std::size_t{kTile} * pitch<kChannels>();
-  constexpr std::size_t kBoxes = std::size_t{kChannels} * detail::kStagingBoxBytes;
-  constexpr std::size_t kAlign = detail::kSwizzleAlignment;
-  return (std::max(kRows, kBoxes) + kAlign - 1) / kAlign * kAlign;
+  static_assert(pitch<kChannels>() == output_staging_pitch(kChannels));  // the map's box
+  constexpr std::size_t kAlign = detail::kStagingAlignment;
+  return (std::size_t{kTile} * pitch<kChannels>() + kAlign - 1) / kAlign * kAlign;
 }
 
 // Shared memory: the stages, the consumers' staging tiles, then the stages' full and empty
@@ -105,7 +106,7 @@ constexpr std::size_t staging_bytes() {
 constexpr std::size_t staging_offset(uint32_t stages) {
   return std::size_t{stages} * kStageBytes;
 }
-static_assert(kStageBytes % detail::kSwizzleAlignment == 0);  // staging tiles stay aligned
+static_assert(kStageBytes % detail::kStagingAlignment == 0);  // staging tiles stay aligned
 template <uint32_t kChannels>
 constexpr std::size_t shared_bytes_with(uint32_t stages) {
   return staging_offset(stages) + kConsumers * staging_bytes<kChannels>() +
@@ -315,6 +316,9 @@ struct StageOperands {
         v_big(descriptor(v0, kFirstHalves ? 0 : kHalfStepBytes)),
         v_small(descriptor(v0 + kPartBytes, kFirstHalves ? 0 : kHalfStepBytes)) {}
 
+  // kWithBottom: the bottom half holds rows of the image. A template argument, not a branch
+  // around the bottom's wgmmas: ptxas serialises wgmmas that a divergent path may skip (C7520).
+  template <bool kWithBottom>
   __device__ __forceinline__ void multiply(uint32_t stage, bool accumulate,
                                            detail::WgmmaAccumulators& top,
                                            detail::WgmmaAccumulators& bottom) const {
@@ -324,9 +328,11 @@ struct StageOperands {
     detail::wgmma_f16(top, us_small + shift, v_big + shift, accumulate);
     detail::wgmma_f16(top, us_big + shift, v_small + shift, true);
     detail::wgmma_f16(top, us_big + shift, v_big + shift, true);
-    detail::wgmma_f16(bottom, us_small + shift + kBottom, v_big + shift, accumulate);
-    detail::wgmma_f16(bottom, us_big + shift + kBottom, v_small + shift, true);
-    detail::wgmma_f16(bottom, us_big + shift + kBottom, v_big + shift, true);
+    if constexpr (kWithBottom) {
+      detail::wgmma_f16(bottom, us_small + shift + kBottom, v_big + shift, accumulate);
+      detail::wgmma_f16(bottom, us_big + shift + kBottom, v_small + shift, true);
+      detail::wgmma_f16(bottom, us_big + shift + kBottom, v_big + shift, true);
+    }
     detail::commit_wgmma_group();
   }
 
@@ -340,7 +346,8 @@ struct StageOperands {
 // Where this thread's accumulators go (wgmma.cuh's layout): warp w of the warpgroup holds rows
 // 16w + g and 16w + g + 8 (g = lane / 4) of each 64-row half, slots 8j + 2t + e (t = lane % 4,
 // e = 0, 1), which hold tile columns 8j + 4e + t (V's order in its operands,
-// wgmma_column_of): for each (j, e) the row's four threads hold four adjacent pixels.
+// wgmma_column_of): for each (j, e) the row's four threads hold four adjacent pixels, so that a
+// warp's byte stores into the pitched staging meet few bank conflicts.
 constexpr uint32_t kRowsPerWarp = kWgmmaRows / (kWarpgroupThreads / kWarpSize);
 
 // The tile column of this thread's slot (j, e).
@@ -371,35 +378,6 @@ __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulato
   }
 }
 
-// Rounds channel `channel` of both 64-row halves into a swizzled staging tile (tensor_store.cuh)
-// for a tensor store. Each value's byte offset is computed once for its four rows (first_row,
-// + 8, + 64, + 72), which share it: their index mod 8, which the swizzle takes, is the same.
-template <uint32_t kChannels>
-__device__ __forceinline__ void round_into_boxes(const detail::WgmmaAccumulators& top,
-                                                 const detail::WgmmaAccumulators& bottom,
-                                                 unsigned char* staging, uint32_t first_row,
-                                                 uint32_t channel) {
-  constexpr uint32_t kRowBytes = kOutputBoxBytes;
-  const uint32_t first_byte = column_of(0, 0) * kChannels + channel;
-#pragma unroll
-  for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
-#pragma unroll
-    for (uint32_t e = 0; e < 2; ++e) {
-      unsigned char* const at =
-          staging + detail::swizzled_offset(first_row, first_byte + (8 * j + 4 * e) * kChannels);
-#pragma unroll
-      for (uint32_t half = 0; half < 2; ++half) {
-        const uint32_t value = 4 * j + 2 * half + e;
-        constexpr uint32_t kHalfRows = kRowsPerWarp / 2;
-        at[kHalfRows * half * kRowBytes] =
-            static_cast<uint8_t>(detail::round_to_u8_packable(top[value]));
-        at[(kWgmmaRows + kHalfRows * half) * kRowBytes] =
-            static_cast<uint8_t>(detail::round_to_u8_packable(bottom[value]));
-      }
-    }
-  }
-}
-
 #endif  // SVDSERVE_HAS_WGMMA
 
 // kFirstHalves: every task's rank is 8 or less (produce, StageOperands).
@@ -411,7 +389,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr uint32_t kPitch = pitch<kChannels>();
   constexpr uint32_t kStages = stages<kChannels>();
   using Tile = detail::OutputTile<kTile, kWarpgroupThreads, kChannels, kPitch>;
-  extern __shared__ __align__(1024) unsigned char shared[];
+  extern __shared__ __align__(detail::kStagingAlignment) unsigned char shared[];
   unsigned char* const all_staging = shared + staging_offset(kStages);
   auto* const full =
       reinterpret_cast<uint64_t*>(all_staging + kConsumers * staging_bytes<kChannels>());
@@ -419,9 +397,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const ImageShape shape{width, height, kChannels};
 
   if (threadIdx.x == 0) {
-    // The swizzled staging tiles' layout assumes it (tensor_store.cuh); the copy engine would
-    // swizzle otherwise.
-    if (detail::shared_address(shared) % detail::kSwizzleAlignment != 0) __trap();
+    // The tensor stores' sources (tensor_store.cuh).
+    if (detail::shared_address(shared) % detail::kStagingAlignment != 0) __trap();
     for (uint32_t s = 0; s < kStages; ++s) {
       detail::init_barrier(ring.full + s, 1);
       detail::init_barrier(ring.empty + s, kConsumers);
@@ -460,10 +437,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Else (the lower tile of an odd last row) it only takes the steps and hands them back.
     const bool in_image = row_tile < row_tiles;
     const Tile tile(*work.task, width, min(row_tile, row_tiles - 1), work.at.col);
-    // Stored by tensor stores from swizzled boxes where the task has an output map, else by the
-    // threads' copy-out (or bulk row stores) from pitched rows.
-    const bool boxes = work.task->out_map_encoded != 0;
-    if (boxes && in_image && thread == 0) detail::acquire_tensor_map(&work.task->out_map);
+    // Stored by one tensor store where the tile is a whole column of the task's output map, else
+    // by the threads' copy-out (or bulk row stores); the same pitched staging either way.
+    const bool mapped = work.task->out_map_encoded != 0 && tile.col0 + kTile <= width;
+    if (mapped && in_image && thread == 0) detail::acquire_tensor_map(&work.task->out_map);
+    // Else the tile's bottom 64 rows hold none of the image (the last row tile at 1920 x 1080, 56
+    // of its 128 rows in the image): neither multiplied nor rounded.
+    const bool bottom_in_image = tile.row0 + kWgmmaRows < height;
 #pragma unroll 1
     for (uint32_t channel = 0; channel < kChannels; ++channel) {
 #pragma unroll 1
@@ -475,7 +455,11 @@ __global__ void __launch_bounds__(kThreads, 1)
             zero_us_from(ring.at(step) + consumer * kStepBytes, thread, rank - k0);
             sync_consumer(consumer);
           }
-          operands.multiply(ring.stage(step), slice != 0, top, bottom);
+          if (bottom_in_image) {
+            operands.template multiply<true>(ring.stage(step), slice != 0, top, bottom);
+          } else {
+            operands.template multiply<false>(ring.stage(step), slice != 0, top, bottom);
+          }
         }
         if (!follower_released && step == stagger_steps<kStages>()) {
           release_the_follower();
@@ -497,21 +481,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         sync_consumer(consumer);
         staging_read = false;
       }
-      if (boxes) {
-        round_into_boxes<kChannels>(top, bottom, staging, first_row, channel);
-      } else {
-        round_into_staging(top, tile, staging, first_row, channel);
-        round_into_staging(bottom, tile, staging, kWgmmaRows + first_row, channel);
-      }
+      round_into_staging(top, tile, staging, first_row, channel);
+      if (bottom_in_image) round_into_staging(bottom, tile, staging, kWgmmaRows + first_row, channel);
     }
     if (!in_image) continue;
-    if (boxes) {
+    if (mapped) {
       detail::fence_shared_for_bulk_copy();
       sync_consumer(consumer);
-      if (thread == 0) {
-        detail::tensor_store_tile<kChannels>(&work.task->out_map, tile.row0, tile.col0,
-                                             width * kChannels, staging);
-      }
+      if (thread == 0) detail::tensor_store_tile(&work.task->out_map, work.at.col, tile.row0, staging);
     } else {
       tile.copy_out_async(staging, height, width, thread, [&] { sync_consumer(consumer); });
     }

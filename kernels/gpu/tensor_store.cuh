@@ -1,12 +1,10 @@
 #pragma once
 // The copy engine's tensor store (cp.async.bulk.tensor, TMA) of a staged tile, through a task's
-// output tensor map (output_tensor_map.hpp), and the swizzled staging layout it reads.
+// output tensor map (output_tensor_map.hpp).
 //
-// The staging tile of C channels is C boxes of kOutputBoxRows rows x kOutputBoxBytes bytes, box
-// b holding bytes 128b .. 128b + 127 of each tile row, 1024-byte aligned. In a box, the 16-byte
-// chunk q of row r lies at chunk q ^ (r mod 8) (CU_TENSOR_MAP_SWIZZLE_128B): the 32 lanes of a
-// rounding warp write 8 rows at once (wgmma's accumulator layout), and with unswizzled 128-byte
-// rows all 8 would be in the same banks.
+// The staging tile is kOutputTileRows rows of output_staging_pitch(C) bytes, 128-byte aligned:
+// tile row r's 128 * C bytes at r * pitch, then 16 bytes the store skips (they lie outside the
+// map's first dimension).
 //
 // Rules as for bulk_store.cuh: the writers' fence.proxy.async before the issuing thread's barrier,
 // and wait_bulk_reads by the issuing thread before the staging is written again or the block
@@ -25,17 +23,7 @@
 
 namespace svdserve::gpu::detail {
 
-inline constexpr uint32_t kSwizzleRows = 8;         // the XOR takes the row mod 8
-inline constexpr uint32_t kSwizzleChunkBytes = 16;  // and moves 16-byte chunks
-inline constexpr uint32_t kStagingBoxBytes = kOutputBoxBytes * kOutputBoxRows;  // one box
-inline constexpr uint32_t kSwizzleAlignment = 1024;  // a box's address, for the 128-byte swizzle
-
-// Where byte `b` of tile row `row` lies in a swizzled staging tile (the row's boxes, then the
-// chunk's place in the row's 128 bytes).
-[[nodiscard]] __device__ __forceinline__ uint32_t swizzled_offset(uint32_t row, uint32_t b) {
-  const uint32_t in_box = (b % kOutputBoxBytes) ^ (row % kSwizzleRows * kSwizzleChunkBytes);
-  return b / kOutputBoxBytes * kStagingBoxBytes + row * kOutputBoxBytes + in_box;
-}
+inline constexpr uint32_t kStagingAlignment = 128;  // a tensor store's shared source
 
 #if SVDSERVE_HAS_BULK_STORE
 
@@ -50,32 +38,18 @@ __device__ __forceinline__ void acquire_tensor_map(const CUtensorMap* map) {
                : "memory");
 }
 
-// Queues the store of one box from shared `source` (1024-byte aligned) to the map's bytes
-// x .. x + 127 of rows y .. y + 127 (clipped at the image's edges) in this thread's current bulk
-// group.
-__device__ __forceinline__ void tensor_store_box(const CUtensorMap* map, uint32_t x, uint32_t y,
-                                                 const void* source) {
+// Stores a staged tile, the map's whole tile column `tile_col` from row row0 (rows past the
+// image clipped by the copy engine), from shared `staging` by one tensor store, in its own bulk
+// group. The caller fenced and synchronised the staging's writers, and acquired the map; it
+// waits for the reads (wait_bulk_reads) before it writes the staging again.
+__device__ __forceinline__ void tensor_store_tile(const CUtensorMap* map, uint32_t tile_col,
+                                                  uint32_t row0, const unsigned char* staging) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+      "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];"
       :
-      : "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(shared_address(source))
+      : "l"(reinterpret_cast<uint64_t>(map)), "r"(0U), "r"(tile_col), "r"(row0),
+        "r"(shared_address(staging))
       : "memory");
-}
-
-// Stores a staged, swizzled tile whose first pixel is (row0, col0) of the map's image (rows of
-// row_bytes = width x kChannels): a tensor store per box inside the image (the copy engine clips a
-// box at the image's edges), one bulk group. The caller fenced and synchronised the staging's
-// writers, and acquired the map; it waits for the reads (wait_bulk_reads) before it writes the
-// staging again.
-template <uint32_t kChannels>
-__device__ __forceinline__ void tensor_store_tile(const CUtensorMap* map, uint32_t row0,
-                                                  uint32_t col0, uint32_t row_bytes,
-                                                  const unsigned char* staging) {
-#pragma unroll
-  for (uint32_t box = 0; box < kChannels; ++box) {
-    const uint32_t x = col0 * kChannels + box * kOutputBoxBytes;
-    if (x < row_bytes) tensor_store_box(map, x, row0, staging + box * kStagingBoxBytes);
-  }
   commit_bulk_group();
 }
 

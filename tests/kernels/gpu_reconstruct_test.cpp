@@ -467,6 +467,15 @@ std::vector<ShapeCase> shape_cases() {
   // Full HD at small ranks, 3 and 4 channels.
   add("hd", ImageShape{1920, 1080, 3}, 16);
   add("hd", ImageShape{1920, 1080, 4}, 3);
+  // The last row tile's bottom 64 rows just outside the image (192 rows: the wgmma kernel
+  // neither multiplies nor rounds them) and just inside it (193: one row there); rows of 624
+  // bytes, so that the even cases (lead 0) take tensor-map stores and the odd ones (lead 3) the
+  // threads' stores.
+  for (const uint32_t height : {192U, 193U}) {
+    const ImageShape shape{208, height, 3};
+    add("bottom_half_edge", shape, 16);
+    add("bottom_half_edge", shape, 40);
+  }
   // Odd width: no row of the output starts 16-byte aligned in a regular pattern.
   for (const uint32_t channels : {1U, 3U}) {
     const ImageShape shape{333, 130, channels};
@@ -556,27 +565,27 @@ TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesWithFourChannelsUnaligned) {
 
 TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesStoredByTensorMapsAndByThreads) {
   // Three channels, rows of 1008 bytes (whole 16-byte chunks, not whole tiles): two tasks in three
-  // have an output map, so the wgmma kernel stores their tiles by tensor stores from swizzled
-  // boxes (the last column's second box clipped by the copy engine, its third not issued, the
-  // lower row tile clipped at row 180) and the third task's by its threads from pitched rows. A
-  // task is 3 pairs of tiles, so on 132 SMs a block's next pair is 44 tasks on: each block
-  // switches between the two layouts on its staging tiles.
+  // have an output map, so the wgmma kernel stores their two whole tile columns by tensor stores
+  // (the lower row tile clipped at row 180 by the copy engine) and their last, partial column and
+  // the third task's tiles by its threads. A task is 3 pairs of tiles, so on 132 SMs a block's
+  // next pair is 44 tasks on: each block switches between the two stores on its staging tiles.
   output_maps_ = OutputMaps::two_in_three;
   constexpr uint32_t kRanks[] = {96, 16, 120, 80, 64, 1, 8, 81};
   check_blocks_that_loop(3, 2, kRanks, 0, 336);
 }
 
 TEST_F(GpuReconstructTest, OutputMapsOnlyWhereTheCopyEngineCanAddressTheOutput) {
-  gpu::DeviceBuffer out(4096);
+  gpu::DeviceBuffer out(8192);
   ReconstructTask task{};
   task.out = out.data();
-  EXPECT_TRUE(gpu::encode_output_map(task, ImageShape{16, 4, 3}));  // rows of 48 bytes
+  EXPECT_TRUE(gpu::encode_output_map(task, ImageShape{128, 4, 3}));  // rows of 384 bytes
   EXPECT_EQ(task.out_map_encoded, 1U);
-  EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{15, 4, 3}));  // rows of 45 bytes
+  EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{129, 4, 3}));  // rows of 387 bytes
   EXPECT_EQ(task.out_map_encoded, 0U);
-  EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{16, 0, 3}));  // no rows
-  task.out = out.as<std::byte>() + 8;  // rows of 48 bytes from an address 8 bytes off
-  EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{16, 4, 3}));
+  EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{112, 4, 4}));  // no whole tile column
+  EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{128, 0, 3}));  // no rows
+  task.out = out.as<std::byte>() + 8;  // rows of 384 bytes from an address 8 bytes off
+  EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{128, 4, 3}));
   EXPECT_EQ(task.out_map_encoded, 0U);
 }
 
@@ -595,13 +604,13 @@ TEST_F(GpuReconstructTest, TensorMapAndThreadStoresGiveTheSameBytes) {
     }
     for (const DeviceFactors& d : device) pointers.push_back(&d);
     output_maps_ = OutputMaps::all;
-    const RunOutput boxes =
+    const RunOutput mapped =
         run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonA);
     output_maps_ = OutputMaps::none;
     const RunOutput rows =
         run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonB);
     for (std::size_t t = 0; t < std::size(ranks); ++t) {
-      EXPECT_TRUE(std::ranges::equal(boxes.u8(t), rows.u8(t))) << "task " << t;
+      EXPECT_TRUE(std::ranges::equal(mapped.u8(t), rows.u8(t))) << "task " << t;
     }
   }
 }
