@@ -10,6 +10,8 @@
 #             synccheck on the tensor-map tests; main, pitched and pitched_noskip at k = 16, 64
 #             and 256 ($runs rounds, 3 by default); ncu's instruction counts of main and
 #             pitched at 4096² and 1024², k = 16; the SASS of pitched's 3-channel kernel.
+#   tables:   (BUNDLE=bundle/quick22c.tar.xz, build-main-bench.sh's) the full kernel benchmark of
+#             main before session 22 and of the new kernel, alternating, $runs rounds (2).
 set -u
 part=${1:?usage: run-on-device.sh variants}
 mkdir -p /tmp/m /tmp/q
@@ -57,6 +59,15 @@ case "$part" in
           --metrics smsp__inst_executed.sum,sm__cycles_elapsed.avg,gpu__time_duration.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum \
           -k regex:fused_reconstruct_wgmma -s 2 -c 1 $B/bench_$b --quick --size $size --rank 16 > $OUT/ncu-$b-$size.txt 2>&1
         echo "$b $size: $(grep -E 'smsp__inst_executed.sum|sm__cycles_elapsed.avg|gpu__time_duration.sum|issue_active|wavefronts' $OUT/ncu-$b-$size.txt | awk '{print $1"="$NF}' | tr '\n' ' ')"
+      done
+    done
+    ;;
+  tables)
+    for run in $(seq "${runs:-2}"); do
+      for b in main new; do
+        timeout 120 $B/bench_$b > $OUT/table-$b-$run.txt 2>&1
+        echo "$b round $run rc=$?: $(grep -E 'random operands|loop alone' $OUT/table-$b-$run.txt | grep -oE 'SM clock [0-9.]+ GHz' | tr '\n' ' ')"
+        grep -E '^[0-9]+x[0-9]+ ' $OUT/table-$b-$run.txt | awk '{printf "%s k=%s %s=%s %s ", $1, $4, $13, $14, $11} END {print ""}'
       done
     done
     ;;
