@@ -43,7 +43,7 @@ bool encode_output_map(ReconstructTask& task, const ImageShape& shape) {
       row_bytes % kOutputMapAlignment != 0 || tile_columns == 0 || shape.height == 0) {
     return false;
   }
-  constexpr uint64_t kWord = sizeof(uint32_t);  // the elements: 32-bit words of 4 bytes
+  constexpr uint32_t kWord = sizeof(uint32_t);  // the elements: 32-bit words of 4 bytes
   const uint64_t tile_row_bytes = uint64_t{kOutputTileCols} * shape.channels;
   const cuuint64_t dims[] = {tile_row_bytes / kWord, tile_columns, shape.height};
   const cuuint64_t strides[] = {tile_row_bytes, row_bytes};  // of dimensions 1 and 2
