@@ -46,7 +46,10 @@ bool encode_output_map(ReconstructTask& task, const ImageShape& shape) {
   constexpr uint32_t kWord = sizeof(uint32_t);  // the elements: 32-bit words of 4 bytes
   const uint64_t tile_row_bytes = uint64_t{kOutputTileCols} * shape.channels;
   const cuuint64_t dims[] = {tile_row_bytes / kWord, tile_columns, shape.height};
-  const cuuint64_t strides[] = {tile_row_bytes, row_bytes};  // of dimensions 1 and 2
+  // Of dimensions 1 and 2. Not nested where the width is not whole tiles (row_bytes is then not
+  // a multiple of tile_columns * tile_row_bytes): the encoder requires multiples of 16 only,
+  // and the tile columns simply stop short of the row's end.
+  const cuuint64_t strides[] = {tile_row_bytes, row_bytes};
   const cuuint32_t box[] = {output_staging_pitch(shape.channels) / kWord, 1, kOutputTileRows};
   const cuuint32_t element_strides[] = {1, 1, 1};
   const CUresult result = encode_tiled()(

@@ -33,8 +33,10 @@ struct ReconstructTask {
   const void* wgmma_operands = nullptr;
   // `out` as a tensor map for the wgmma variant's copy engine (output_tensor_map.hpp), valid
   // where out_map_encoded: encode_output_map sets both for an output the copy engine can address.
-  // Without it (an output not 16-byte aligned, rows that are not whole 16-byte chunks, or a
-  // caller that skipped it) the wgmma kernel's threads store its tiles, at the same pixels.
+  // Without it (an output not 16-byte aligned, rows that are not whole 16-byte chunks, narrower
+  // than one tile of 128 pixels, or a caller that skipped it) the wgmma kernel's threads store
+  // its tiles, as they store the last, partial tile column of an output that has one; at the
+  // same pixels.
   uint32_t out_map_encoded = 0;
   CUtensorMap out_map{};
 };
@@ -54,9 +56,10 @@ struct ReconstructTask {
 //  - wgmma:   tensor's tiles and three products per term, in FP16 (FP32 accumulators) on
 //             Hopper's asynchronous warpgroup MMA, its operands (ReconstructTask::wgmma_operands,
 //             scaled into FP16's range) streamed into shared memory by a producer warp while two
-//             consumer warpgroups multiply and store each tile by tensor stores through the
-//             task's out_map where it has one (persistent, one block per SM); u8 only, sm_90
-//             devices only (elsewhere it runs tensor);
+//             consumer warpgroups multiply and store each tile of a whole tile column by one
+//             tensor store through the task's out_map where it has one, the rest by their
+//             threads (persistent, one block per SM); u8 only, sm_90 devices only (elsewhere it
+//             runs tensor);
 //  - automatic: by output type and rank (measured fastest): rows for u8 at rank 1, from rank 2
 //               wgmma on sm_90, elsewhere tile128 for u8 ranks 2 to 7 and tensor from 8; tile64
 //               for f32.

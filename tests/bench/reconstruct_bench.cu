@@ -407,7 +407,8 @@ class ShapeRun {
       list.push_back({us(b), v(b), rank, layout_.rank_kept, out.as<std::byte>() + out_bytes() * b,
                       operands(b)});
       // As the server does (gpu_reconstruct.cpp). Image b starts b images in, so where a row is
-      // whole 16-byte chunks (what a map takes) so is every image's start.
+      // whole 16-byte chunks (what a map takes, with at least one whole tile column) so is
+      // every image's start.
       gpu::encode_output_map(list.back(), shape_);
     }
     return list;

@@ -218,6 +218,7 @@ struct RunOutput {
   std::size_t first_output = 0;
   std::size_t bytes_per_output = 0;
   std::size_t outputs = 0;
+  std::size_t output_maps = 0;  // tasks whose output map was encoded
 
   [[nodiscard]] std::span<const uint8_t> u8(std::size_t task) const {
     return std::span(bytes).subspan(first_output + task * bytes_per_output, bytes_per_output);
@@ -248,8 +249,9 @@ class GpuReconstructTest : public ::testing::Test {
 
   [[nodiscard]] gpu::StreamView stream() const { return stream_->view(); }
 
-  // Which u8 tasks get an output tensor map (the wgmma kernel stores those tiles by tensor
-  // stores, the others by its threads; the other paths ignore it). Where the output allows one.
+  // Which u8 tasks get an output tensor map (the wgmma kernel stores their whole tile columns'
+  // tiles by tensor stores, the rest by its threads; the other paths ignore it). Where the
+  // output allows one.
   enum class OutputMaps { all, none, two_in_three };
   OutputMaps output_maps_ = OutputMaps::all;
   [[nodiscard]] bool gets_output_map(std::size_t task) const {
@@ -296,8 +298,9 @@ class GpuReconstructTest : public ::testing::Test {
                        factors[t]->rank_kept,
                        arena.as<std::byte>() + result.first_output + t * result.bytes_per_output,
                        factors[t]->wgmma_operands.data()});
-      if (pixels == OutputPixels::u8 && gets_output_map(t)) {
-        gpu::encode_output_map(tasks.back(), shape);
+      if (pixels == OutputPixels::u8 && gets_output_map(t) &&
+          gpu::encode_output_map(tasks.back(), shape)) {
+        ++result.output_maps;
       }
     }
     gpu::DeviceBuffer tasks_device(tasks.size() * sizeof(ReconstructTask));
@@ -519,7 +522,8 @@ TEST_F(GpuReconstructTest, BatchOfTasksWithDifferentRanksInOneLaunch) {
 
 // More tiles than two per SM at a rank where the wgmma kernel's blocks loop over tiles: each
 // block's ring runs on from tile to tile, across tasks of different ranks. Images of 384 x 180:
-// 3 x 2 tiles of 128, the lower ones 52 rows (their second warpgroup's rows all outside).
+// 3 x 2 tiles of 128, the lower ones 52 rows (their bottom 64 rows outside: neither multiplied
+// nor rounded).
 void GpuReconstructTest::check_blocks_that_loop(uint32_t channels, uint32_t tiles_per_block,
                                                 std::span<const uint32_t> rank_cycle,
                                                 std::size_t lead_values, uint32_t width) {
@@ -583,6 +587,13 @@ TEST_F(GpuReconstructTest, OutputMapsOnlyWhereTheCopyEngineCanAddressTheOutput) 
   EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{129, 4, 3}));  // rows of 387 bytes
   EXPECT_EQ(task.out_map_encoded, 0U);
   EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{112, 4, 4}));  // no whole tile column
+  EXPECT_EQ(task.out_map_encoded, 0U);
+  // A partial last tile column (strides not nested: 384, then 624) and every channel count (the
+  // widest box, 132 words, at 4).
+  for (const ImageShape shape : {ImageShape{208, 4, 3}, ImageShape{272, 4, 1},
+                                 ImageShape{272, 4, 2}, ImageShape{128, 4, 4}}) {
+    EXPECT_TRUE(gpu::encode_output_map(task, shape)) << shape.width << " x " << shape.channels;
+  }
   EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{128, 0, 3}));  // no rows
   task.out = out.as<std::byte>() + 8;  // rows of 384 bytes from an address 8 bytes off
   EXPECT_FALSE(gpu::encode_output_map(task, ImageShape{128, 4, 3}));
@@ -606,6 +617,7 @@ TEST_F(GpuReconstructTest, TensorMapAndThreadStoresGiveTheSameBytes) {
     output_maps_ = OutputMaps::all;
     const RunOutput mapped =
         run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonA);
+    ASSERT_EQ(mapped.output_maps, std::size(ranks));  // else both runs store by the threads
     output_maps_ = OutputMaps::none;
     const RunOutput rows =
         run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonB);

@@ -10,6 +10,9 @@
 #             synccheck on the tensor-map tests; main, pitched and pitched_noskip at k = 16, 64
 #             and 256 ($runs rounds, 3 by default); ncu's instruction counts of main and
 #             pitched at 4096² and 1024², k = 16; the SASS of pitched's 3-channel kernel.
+#   round2:   (BUNDLE=bundle/quick22d.tar.xz, build-variants-2.sh's) the GPU kernel tests of
+#             both; main (the bundle of 364e2b6), none, acq, split and both at k = 16, 64, 256
+#             ($runs rounds, 2).
 #   tables:   (BUNDLE=bundle/quick22c.tar.xz, build-main-bench.sh's) the full kernel benchmark of
 #             main before session 22 and of the new kernel, alternating, $runs rounds (2).
 set -u
@@ -61,6 +64,16 @@ case "$part" in
         echo "$b $size: $(grep -E 'smsp__inst_executed.sum|sm__cycles_elapsed.avg|gpu__time_duration.sum|issue_active|wavefronts' $OUT/ncu-$b-$size.txt | awk '{print $1"="$NF}' | tr '\n' ' ')"
       done
     done
+    ;;
+  round2)
+    start=$SECONDS
+    timeout 200 $B/tests_both --gtest_brief=1 > $OUT/tests-both.log 2>&1
+    echo "tests_both rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' $OUT/tests-both.log | tr '\n' ' ')"
+    grep -E '^\[  FAILED' $OUT/tests-both.log | head -5
+    for sr in ${ROWS:-4096x4096:16 1920x1080:16 1024x1024:16 2048x2048:16 4096x4096:64 1024x1024:64 1920x1080:64 4096x4096:256 1024x1024:256}; do
+      runs=${runs:-2} limit=25 compare ${sr%:*} ${sr#*:} 3 none acq split both
+    done
+    echo "all took $((SECONDS - start)) s"
     ;;
   tables)
     for run in $(seq "${runs:-2}"); do
