@@ -14,7 +14,9 @@
 #             both; main (the bundle of 364e2b6), none, acq, split and both at k = 16, 64, 256
 #             ($runs rounds, 2).
 #   tables:   (BUNDLE=bundle/quick22c.tar.xz, build-main-bench.sh's) the full kernel benchmark of
-#             main before session 22 and of the new kernel, alternating, $runs rounds (2).
+#             main before session 22 and of the new kernel, alternating, $runs rounds (2);
+#             with NEW_FROM_BUNDLE=1 the new kernel's is bundle/svdserve.tar.xz's (call 8: the
+#             final commit against d220595).
 set -u
 part=${1:?usage: run-on-device.sh variants}
 mkdir -p /tmp/m /tmp/q
@@ -76,6 +78,7 @@ case "$part" in
     echo "all took $((SECONDS - start)) s"
     ;;
   tables)
+    [ "${NEW_FROM_BUNDLE:-0}" = 1 ] && cp $R/bin/svdserve_reconstruct_bench $B/bench_new
     for run in $(seq "${runs:-2}"); do
       for b in main new; do
         timeout 120 $B/bench_$b > $OUT/table-$b-$run.txt 2>&1
