@@ -254,6 +254,9 @@ class GpuReconstructTest : public ::testing::Test {
   // output allows one.
   enum class OutputMaps { all, none, two_in_three };
   OutputMaps output_maps_ = OutputMaps::all;
+  // check_batch asserts that every task gets_output_map names got one (else the wgmma kernel
+  // would quietly store all by its threads).
+  bool expect_output_maps_ = false;
   [[nodiscard]] bool gets_output_map(std::size_t task) const {
     return output_maps_ == OutputMaps::all ||
            (output_maps_ == OutputMaps::two_in_three && task % 3 != 0);
@@ -340,6 +343,11 @@ class GpuReconstructTest : public ::testing::Test {
     for (const Path path : kPaths) {
       SCOPED_TRACE(path_name(path));
       const RunOutput u8 = run(path, pointers, ranks, shape, OutputPixels::u8, lead_values, kPoisonA);
+      if (expect_output_maps_) {
+        std::size_t wanted = 0;
+        for (std::size_t t = 0; t < host.size(); ++t) wanted += gets_output_map(t) ? 1 : 0;
+        EXPECT_EQ(u8.output_maps, wanted) << "output maps encoded";
+      }
       const RunOutput u8_again =
           run(path, pointers, ranks, shape, OutputPixels::u8, lead_values, kPoisonB);
       const RunOutput f32 = run(path, pointers, ranks, shape, OutputPixels::f32,
@@ -574,6 +582,7 @@ TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesStoredByTensorMapsAndByThreads
   // the third task's tiles by its threads. A task is 3 pairs of tiles, so on 132 SMs a block's
   // next pair is 44 tasks on: each block switches between the two stores on its staging tiles.
   output_maps_ = OutputMaps::two_in_three;
+  expect_output_maps_ = true;
   constexpr uint32_t kRanks[] = {96, 16, 120, 80, 64, 1, 8, 81};
   check_blocks_that_loop(3, 2, kRanks, 0, 336);
 }
@@ -624,6 +633,40 @@ TEST_F(GpuReconstructTest, TensorMapAndThreadStoresGiveTheSameBytes) {
     for (std::size_t t = 0; t < std::size(ranks); ++t) {
       EXPECT_TRUE(std::ranges::equal(mapped.u8(t), rows.u8(t))) << "task " << t;
     }
+  }
+}
+
+TEST_F(GpuReconstructTest, OutputMapsAcquiredOncePerTaskGiveTheSameBytes) {
+  // A task of more pairs of tiles than the launch has blocks (one per SM), so that a block takes
+  // two or more pairs of one task in a row and its issuing threads acquire that task's map once
+  // for them; two tasks, so that a block moves on to the other task's map. Stored by tensor
+  // stores, then again by the threads: the same bytes.
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  int device = 0;
+  int sms = 0;
+  SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
+  SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  constexpr uint32_t kColumnTiles = 13;
+  const uint32_t pair_rows = (static_cast<uint32_t>(sms) + kColumnTiles) / kColumnTiles;
+  const ImageShape shape{kColumnTiles * 128, pair_rows * 256, 3};
+  ASSERT_GT(kColumnTiles * pair_rows, static_cast<uint32_t>(sms));
+  const uint32_t ranks[] = {16, 40};
+  std::vector<DeviceFactors> device_factors;
+  std::vector<const DeviceFactors*> pointers;
+  for (std::size_t t = 0; t < std::size(ranks); ++t) {
+    device_factors.push_back(upload(random_factors(shape, 48, seed + t)));
+  }
+  for (const DeviceFactors& d : device_factors) pointers.push_back(&d);
+  output_maps_ = OutputMaps::all;
+  const RunOutput mapped =
+      run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonA);
+  ASSERT_EQ(mapped.output_maps, std::size(ranks));
+  output_maps_ = OutputMaps::none;
+  const RunOutput rows =
+      run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonB);
+  for (std::size_t t = 0; t < std::size(ranks); ++t) {
+    EXPECT_TRUE(std::ranges::equal(mapped.u8(t), rows.u8(t))) << "task " << t;
   }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds session 22's second round of variants (call 7) into bundle/quick22d.tar.xz, from the
-# working tree with two experiment switches in reconstruct_fused_wgmma.cu:
+# Builds session 22's second round of variants (call 7) into bundle/quick22d.tar.xz, from a tree
+# with two experiment switches in reconstruct_fused_wgmma.cu (5a341fc with
+# patches/round2-switches.patch applied: git apply docs/experiments/session-22/patches/...):
 #   acq:   kAcquireOncePerTask only: a consumer's issuing thread acquires a task's output map
 #          when its pair's task differs from the last one it acquired (ncu, call 6: the
 #          acquire, UTMACCTL.IV, held 3.4 % of the stall samples at 4096², k = 16)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# On the GPU host (device tool, carry ["bundle/svdserve.tar.xz", "bundle/quick22.tar.xz"]), from
-# the repository root. bundle/svdserve.tar.xz is main at d220595 (its bench is "main");
-# quick22 is build-variants.sh's.
+# On the GPU host (device tool, carry ["bundle/svdserve.tar.xz", "bundle/quick22*.tar.xz" named
+# by BUNDLE]), from the repository root. bundle/svdserve.tar.xz gives the libraries and, unless
+# the quick bundle has its own, the bench called "main": in calls 1-3 the bundle of ca070b8
+# (d220595's kernel), in call 7 that of 364e2b6; call 5 and 8 take bench_main (d220595) from
+# quick22c, and call 8 bench_new from the bundle of 3e00705 (NEW_FROM_BUNDLE=1).
 #   variants: the GPU kernel tests of "both"; main, halves, skip, split and both at k = 16, 64
 #             and 256 (--quick, 3 channels, $runs rounds, main first in each).
 #   sass:     the SASS of the 3-channel kernel of main, halves and skip (cuobjdump), and ncu's
