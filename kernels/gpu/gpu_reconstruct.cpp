@@ -45,11 +45,11 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
   std::vector<ReconstructTask> tasks(items.size());
   std::vector<std::size_t> offsets(items.size());
   std::size_t output_bytes = 0;
-  // Each output aligned for the copy engine's tensor maps (output_tensor_map.hpp).
-  constexpr std::size_t kOutputAlignment = kOutputMapAlignment;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const GpuFactors& factors = checked_factors(items[i], shape);
-    output_bytes = (output_bytes + kOutputAlignment - 1) / kOutputAlignment * kOutputAlignment;
+    // Each output aligned for the copy engine's tensor maps (output_tensor_map.hpp).
+    output_bytes = (output_bytes + kOutputMapAlignment - 1) / kOutputMapAlignment *
+                   kOutputMapAlignment;
     offsets[i] = output_bytes;
     output_bytes += items[i].output.size();
     tasks[i] = {factors.us(), factors.v(), items[i].rank, factors.rank_kept(), nullptr,

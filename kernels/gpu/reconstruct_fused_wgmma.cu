@@ -97,8 +97,9 @@ constexpr uint32_t kMaxStages = 8;
 template <uint32_t kChannels>
 constexpr std::size_t staging_bytes() {
   static_assert(pitch<kChannels>() == output_staging_pitch(kChannels));  // the map's box
-  constexpr std::size_t kAlign = detail::kStagingAlignment;
-  return (std::size_t{kTile} * pitch<kChannels>() + kAlign - 1) / kAlign * kAlign;
+  constexpr std::size_t kBytes = std::size_t{kTile} * pitch<kChannels>();
+  static_assert(kBytes % detail::kStagingAlignment == 0);  // the next tile stays aligned
+  return kBytes;
 }
 
 // Shared memory: the stages, the consumers' staging tiles, then the stages' full and empty

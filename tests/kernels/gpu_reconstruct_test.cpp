@@ -378,6 +378,10 @@ class GpuReconstructTest : public ::testing::Test {
   void check_blocks_that_loop(uint32_t channels, uint32_t tiles_per_block,
                               std::span<const uint32_t> rank_cycle, std::size_t lead_values,
                               uint32_t width = 384);
+  // The wgmma kernel's launch of random factors (rank_kept, seeds seed, seed + 1, ...) with and
+  // without output maps: only how the tiles leave differs, so the bytes must be the same.
+  void check_maps_and_threads_agree(const ImageShape& shape, std::span<const uint32_t> ranks,
+                                    uint32_t rank_kept, uint64_t seed);
 
   static void check_u8(const ImageShape& shape, std::span<const uint8_t> actual,
                        std::span<const double> reference) {
@@ -609,38 +613,42 @@ TEST_F(GpuReconstructTest, OutputMapsOnlyWhereTheCopyEngineCanAddressTheOutput) 
   EXPECT_EQ(task.out_map_encoded, 0U);
 }
 
+void GpuReconstructTest::check_maps_and_threads_agree(const ImageShape& shape,
+                                                      std::span<const uint32_t> ranks,
+                                                      uint32_t rank_kept, uint64_t seed) {
+  std::vector<DeviceFactors> device;
+  std::vector<const DeviceFactors*> pointers;
+  for (std::size_t t = 0; t < ranks.size(); ++t) {
+    device.push_back(upload(random_factors(shape, rank_kept, seed + t)));
+  }
+  for (const DeviceFactors& d : device) pointers.push_back(&d);
+  output_maps_ = OutputMaps::all;
+  const RunOutput mapped =
+      run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonA);
+  ASSERT_EQ(mapped.output_maps, ranks.size());  // else both runs store by the threads
+  output_maps_ = OutputMaps::none;
+  const RunOutput rows =
+      run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonB);
+  for (std::size_t t = 0; t < ranks.size(); ++t) {
+    EXPECT_TRUE(std::ranges::equal(mapped.u8(t), rows.u8(t))) << "task " << t;
+  }
+}
+
 TEST_F(GpuReconstructTest, TensorMapAndThreadStoresGiveTheSameBytes) {
-  // The same launch with and without output maps: only how the tiles leave differs.
   const uint64_t seed = run_seed();
   SCOPED_TRACE(seed_text(seed));
   for (const uint32_t channels : {1U, 2U, 3U, 4U}) {
     const ImageShape shape{272, 300, channels};  // rows of 272 * c bytes: all 16-byte chunks
     SCOPED_TRACE("channels " + std::to_string(channels));
     const uint32_t ranks[] = {1, 37, 130};
-    std::vector<DeviceFactors> device;
-    std::vector<const DeviceFactors*> pointers;
-    for (std::size_t t = 0; t < std::size(ranks); ++t) {
-      device.push_back(upload(random_factors(shape, shape.full_rank(), seed + t)));
-    }
-    for (const DeviceFactors& d : device) pointers.push_back(&d);
-    output_maps_ = OutputMaps::all;
-    const RunOutput mapped =
-        run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonA);
-    ASSERT_EQ(mapped.output_maps, std::size(ranks));  // else both runs store by the threads
-    output_maps_ = OutputMaps::none;
-    const RunOutput rows =
-        run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonB);
-    for (std::size_t t = 0; t < std::size(ranks); ++t) {
-      EXPECT_TRUE(std::ranges::equal(mapped.u8(t), rows.u8(t))) << "task " << t;
-    }
+    ASSERT_NO_FATAL_FAILURE(check_maps_and_threads_agree(shape, ranks, shape.full_rank(), seed));
   }
 }
 
 TEST_F(GpuReconstructTest, OutputMapsAcquiredOncePerTaskGiveTheSameBytes) {
   // A task of more pairs of tiles than the launch has blocks (one per SM), so that a block takes
   // two or more pairs of one task in a row and its issuing threads acquire that task's map once
-  // for them; two tasks, so that a block moves on to the other task's map. Stored by tensor
-  // stores, then again by the threads: the same bytes.
+  // for them; two tasks, so that a block moves on to the other task's map.
   const uint64_t seed = run_seed();
   SCOPED_TRACE(seed_text(seed));
   int device = 0;
@@ -652,22 +660,7 @@ TEST_F(GpuReconstructTest, OutputMapsAcquiredOncePerTaskGiveTheSameBytes) {
   const ImageShape shape{kColumnTiles * 128, pair_rows * 256, 3};
   ASSERT_GT(kColumnTiles * pair_rows, static_cast<uint32_t>(sms));
   const uint32_t ranks[] = {16, 40};
-  std::vector<DeviceFactors> device_factors;
-  std::vector<const DeviceFactors*> pointers;
-  for (std::size_t t = 0; t < std::size(ranks); ++t) {
-    device_factors.push_back(upload(random_factors(shape, 48, seed + t)));
-  }
-  for (const DeviceFactors& d : device_factors) pointers.push_back(&d);
-  output_maps_ = OutputMaps::all;
-  const RunOutput mapped =
-      run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonA);
-  ASSERT_EQ(mapped.output_maps, std::size(ranks));
-  output_maps_ = OutputMaps::none;
-  const RunOutput rows =
-      run(Path::fused_wgmma, pointers, ranks, shape, OutputPixels::u8, 0, kPoisonB);
-  for (std::size_t t = 0; t < std::size(ranks); ++t) {
-    EXPECT_TRUE(std::ranges::equal(mapped.u8(t), rows.u8(t))) << "task " << t;
-  }
+  check_maps_and_threads_agree(shape, ranks, 48, seed);
 }
 
 // The wgmma kernel multiplies in FP16 (65504 at most, normal from 2^-14): factors with US far
