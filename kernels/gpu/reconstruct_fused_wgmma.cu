@@ -7,9 +7,11 @@
 // split into FP16 parts, in wgmma's shared-memory layout), not from the canonical layout.
 //
 // Warp-specialised and persistent, one block per SM (the design of cuBLAS's Hopper GEMMs): a
-// producer warp and two consumer warpgroups on 256 x 128 pairs of tiles, one above the other.
-//  - The producer's one thread streams every k-step's operands (the two tiles' 8 KiB US blocks
-//    and their shared V block) into a ring of 24 KiB shared-memory stages by three bulk copies:
+// producer warp and two consumer warpgroups on pairs of 128 x 128 tiles: one above the other
+// (sharing V), or, in the last row of an image with an odd number of row tiles, side by side
+// (sharing US; PairGrid).
+//  - The producer's one thread streams every k-step's operands (the two tiles' own 8 KiB blocks
+//    and the one they share) into a ring of 24 KiB shared-memory stages by three bulk copies:
 //    it waits for the stage's "empty" barrier (both consumers' hand-back), and the copies
 //    complete its "full" barrier as their bytes land. It never waits for anything else, so the
 //    copies run as far ahead as the ring is long.
@@ -24,11 +26,13 @@
 //    the tile is a whole column of the task's output tensor map (output_tensor_map.hpp) one
 //    thread stores it by one tensor store (tensor_store.cuh); else (no map, or the last, partial
 //    tile column) the threads copy it out, or hand it to the copy engine a row each
-//    (reconstruct_tile_pipeline.cuh). A lower tile past the image is neither loaded, multiplied
-//    nor stored: its consumer takes the steps and hands them back (at 1920 x 1080, 15 of 150
-//    tiles); a tile's bottom 64 rows past the image are neither multiplied nor rounded.
+//    (reconstruct_tile_pipeline.cuh). A tile past the image (a pair's second, where the tiles are
+//    odd) is neither loaded, multiplied nor stored: its consumer takes the steps and hands them
+//    back (at 1920 x 1080, 1 of 136 tiles; stacked everywhere, as at ranks 8 or less, 15 of 150);
+//    a tile's bottom 64 rows past the image are neither multiplied nor rounded.
 //  - Values at k >= the task's rank (the blocks hold them up to rank_kept) are zeroed in the stage
-//    by the consumer before its wgmmas, on the one step of a channel that holds them.
+//    by the consumer before its wgmmas, in its own block (US stacked, V side by side), on the one
+//    step of a channel that holds them.
 // (Sessions 18-21, docs/experiments/session-18 to -21: patches 1-3 built the same with a tile
 // per consumer; this is patch 6's version, "coop", with patch 12's stagger, "coopstag2", and
 // session 21's tensor-map stores, which replaced session 20's store warps.)
@@ -144,40 +148,79 @@ constexpr uint32_t kHalfStepBytes = Layout::kHalfStepBytes;
 // The second 64 rows of a US part: 8 row groups of one core matrix further.
 constexpr uint32_t kSecondRowsBytes = kWgmmaRows / 8 * detail::kCoreMatrixBytes;
 
-// Tile t of a launch: column tile fastest, then row tile, then task.
-struct TileIndex {
-  uint32_t task;
-  uint32_t row;
-  uint32_t col;
-
-  __device__ __forceinline__ TileIndex(uint32_t t, uint32_t row_tiles, uint32_t col_tiles)
-      : task(t / (row_tiles * col_tiles)), row(t / col_tiles % row_tiles), col(t % col_tiles) {}
-};
-
 // k-steps per channel of a task: at least one, so that rank 0 gives zeros.
 __device__ __forceinline__ uint32_t slices_for(uint32_t rank) {
   return max(1U, (rank + kDepth - 1) / kDepth);
 }
 
-// Pair p of a launch: tiles 2r and 2r + 1 of a column (the second may be past the image), for
-// consumers 0 and 1; column fastest, then r, then task.
+#endif  // SVDSERVE_HAS_WGMMA
+
+// A launch's pairs of tiles, per task: first the stacked pairs, tiles 2r and 2r + 1 of a column
+// (one above the other, sharing V), column fastest, then r; then, where the image has an odd
+// number of row tiles and side_by_side holds, its last row's tiles in side-by-side pairs,
+// columns 2j and 2j + 1 (sharing US). Without side_by_side the last row's tiles are the upper
+// tiles of stacked pairs whose lower tile is past the image, and a consumer idles there.
+// Side by side, both consumers have a tile (at 1920 x 1080 the last row's 15 tiles take 8 pairs
+// instead of 15; one consumer idles in the eighth). Launches of ranks 8 or less keep stacked
+// pairs: their V descriptors read k 0-7 again for k 8-15, which only US's zeros cancel
+// (StageOperands), and side by side US is shared.
+struct PairGrid {
+  uint32_t row_tiles;
+  uint32_t col_tiles;
+  uint32_t stacked;   // a task's stacked pairs
+  uint32_t per_task;  // and its side-by-side pairs after them
+
+  __host__ __device__ PairGrid(uint32_t height, uint32_t width, bool side_by_side)
+      : row_tiles((height + kTile - 1) / kTile),
+        col_tiles((width + kTile - 1) / kTile),
+        stacked(col_tiles * (side_by_side ? row_tiles / 2 : (row_tiles + 1) / 2)),
+        per_task(stacked + (side_by_side && row_tiles % 2 != 0 ? (col_tiles + 1) / 2 : 0)) {}
+};
+
+#if SVDSERVE_HAS_WGMMA
+
+// Pair p of a launch (PairGrid's order): consumer c's tile, and where its operands land in a
+// stage. A stage's three blocks are the pair's two own blocks and the shared one:
+//  - stacked: [upper US | lower US | V];
+//  - side by side: [US | left V | right V].
+// The second tile may be past the image (the lower tile of an odd last row without side-by-side
+// pairs, the right tile of an odd last column pair): its block is not loaded and its consumer
+// does not multiply.
 struct PairWork {
-  TileIndex at;  // at.row: r
   const ReconstructTask* task;
   uint32_t slices;
+  uint32_t row;  // the upper tile's row tile, or side by side, both tiles'
+  uint32_t col;  // both tiles' column tile, or side by side, the left one's
+  bool side_by_side;
 
   __device__ __forceinline__ PairWork(const ReconstructTask* tasks, uint32_t p,
-                                      const ImageShape& shape)
-      : at(p, pair_rows(shape), (shape.width + kTile - 1) / kTile),
-        task(tasks + at.task),
-        slices(slices_for(task->rank)) {}
-
-  __device__ __forceinline__ static uint32_t pair_rows(const ImageShape& shape) {
-    return (shape.height + 2 * kTile - 1) / (2 * kTile);
+                                      const PairGrid& grid)
+      : task(tasks + p / grid.per_task), slices(slices_for(task->rank)) {
+    const uint32_t pair = p % grid.per_task;
+    side_by_side = pair >= grid.stacked;
+    row = side_by_side ? grid.row_tiles - 1 : pair / grid.col_tiles * 2;
+    col = side_by_side ? (pair - grid.stacked) * 2 : pair % grid.col_tiles;
   }
-  // The row tile of `consumer`'s tile: past the image for the lower tile of an odd last row.
+
   __device__ __forceinline__ uint32_t row_tile(uint32_t consumer) const {
-    return 2 * at.row + consumer;
+    return side_by_side ? row : row + consumer;
+  }
+  __device__ __forceinline__ uint32_t col_tile(uint32_t consumer) const {
+    return side_by_side ? col + consumer : col;
+  }
+  __device__ __forceinline__ bool in_image(uint32_t consumer, const PairGrid& grid) const {
+    return row_tile(consumer) < grid.row_tiles && col_tile(consumer) < grid.col_tiles;
+  }
+  // Stage slots (kStepBytes each) of the consumer's US and V blocks, and of its own block: the
+  // one no other consumer reads, where it zeroes the values past the rank.
+  __device__ __forceinline__ uint32_t us_slot(uint32_t consumer) const {
+    return side_by_side ? 0 : consumer;
+  }
+  __device__ __forceinline__ uint32_t v_slot(uint32_t consumer) const {
+    return side_by_side ? 1 + consumer : 2;
+  }
+  __device__ __forceinline__ uint32_t own_slot(uint32_t consumer) const {
+    return side_by_side ? v_slot(consumer) : us_slot(consumer);
   }
 };
 
@@ -198,43 +241,50 @@ struct Ring {
 };
 
 // The producer: each pair's k-steps, channel by channel, into the ring, each stage once both
-// consumers handed it back. A lower tile past the image gets no US (its consumer does not
+// consumers handed it back. A tile past the image gets no block of its own (its consumer does not
 // multiply).
 // kFirstHalves: every task's rank is 8 or less, so each step copies its blocks' first halves.
 template <uint32_t kChannels, uint32_t kStages, bool kFirstHalves>
 __device__ __forceinline__ void produce(const Ring<kStages>& ring, const ReconstructTask* tasks,
-                                        uint32_t pairs, const ImageShape& shape) {
+                                        uint32_t pairs, const ImageShape& shape,
+                                        const PairGrid& grid) {
   constexpr uint32_t kCopyBytes = kFirstHalves ? kHalfStepBytes : kStepBytes;
-  const uint32_t row_tiles = (shape.height + kTile - 1) / kTile;
+  constexpr uint32_t kSlots = 3;
   uint32_t step = 0;
 #pragma unroll 1
   for (uint32_t p = blockIdx.x; p < pairs; p += gridDim.x) {
-    const PairWork work(tasks, p, shape);
+    const PairWork work(tasks, p, grid);
     // The caller's contract (reconstruct.hpp): checked before any copy from it, so that the
     // kernel fails without a pixel written from it.
     if (work.task->wgmma_operands == nullptr) __trap();
     const auto* operands = static_cast<const unsigned char*>(work.task->wgmma_operands);
     const Layout layout{shape, work.task->rank_kept};
-    const uint32_t upper = work.row_tile(0);
-    const uint32_t lower = work.row_tile(1);
-    const uint32_t blocks = lower < row_tiles ? 3 : 2;  // the lower US block only in the image
+    // Consumer 1's own block, if its tile is past the image (else no slot: kSlots).
+    const uint32_t skipped = work.in_image(1, grid) ? kSlots : work.own_slot(1);
+    const uint32_t row_tile_1 = min(work.row_tile(1), grid.row_tiles - 1);
+    const uint32_t col_tile_1 = min(work.col_tile(1), grid.col_tiles - 1);
 #pragma unroll 1
     for (uint32_t channel = 0; channel < kChannels; ++channel) {
-      const unsigned char* us_upper = operands + layout.us_offset(channel, upper, 0);
-      const unsigned char* us_lower =
-          operands + layout.us_offset(channel, min(lower, row_tiles - 1), 0);
-      const unsigned char* v = operands + layout.v_offset(channel, work.at.col, 0);
+      const unsigned char* const us = operands + layout.us_offset(channel, work.row, 0);
+      const unsigned char* const v = operands + layout.v_offset(channel, work.col, 0);
+      const unsigned char* const from[kSlots] = {
+          us,
+          work.side_by_side ? v : operands + layout.us_offset(channel, row_tile_1, 0),
+          work.side_by_side ? operands + layout.v_offset(channel, col_tile_1, 0) : v};
 #pragma unroll 1
       for (uint32_t slice = 0; slice < work.slices; ++slice, ++step) {
         uint64_t* const full = ring.full + ring.stage(step);
         unsigned char* const stage = ring.at(step);
         // A fresh barrier's "previous phase" counts as complete: the first round does not wait.
         detail::wait_barrier(ring.empty + ring.stage(step), ring.parity(step) ^ 1U);
-        detail::arrive_expecting(full, blocks * kCopyBytes);
+        detail::arrive_expecting(full, (skipped == kSlots ? 3 : 2) * kCopyBytes);
         const uint32_t offset = slice * kStepBytes;
-        detail::bulk_load(stage, us_upper + offset, kCopyBytes, full);
-        if (blocks == 3) detail::bulk_load(stage + kStepBytes, us_lower + offset, kCopyBytes, full);
-        detail::bulk_load(stage + 2 * kStepBytes, v + offset, kCopyBytes, full);
+#pragma unroll
+        for (uint32_t slot = 0; slot < kSlots; ++slot) {
+          if (slot != skipped) {
+            detail::bulk_load(stage + slot * kStepBytes, from[slot] + offset, kCopyBytes, full);
+          }
+        }
       }
     }
   }
@@ -272,16 +322,18 @@ __device__ __forceinline__ void release_the_follower() {
                : "memory");
 }
 
-// Zeroes the US values of k >= valid (0..15) in a landed stage, both parts, both halves: thread
-// `row` of the warpgroup takes its row's 16 bytes of each (the blocks hold US up to rank_kept,
-// the task may ask for less; with kFirstHalves the second halves were not copied at all).
-// Then visible to the warpgroup's wgmmas (the async proxy), once it has synchronised; and, by
-// the same fence and barrier before thread 0 hands the stage back, ordered before the producer's
-// next copies into it. compute-sanitizer's racecheck cannot order these writes with those copies
-// (.ci/device-check.sh says which hazards it reports). Zeroing in registers instead (US from
-// registers on that step) spilled beside the 128 accumulators and ran 1.2-1.3x slower at k = 256
-// (session 19, docs/experiments/session-19/patches/landed-rs*).
-__device__ __forceinline__ void zero_us_from(unsigned char* stage, uint32_t row, uint32_t valid) {
+// Zeroes the values of k >= valid (0..15) in one landed block of a stage, a US or a V block (the
+// same layout), both parts, both halves: thread `row` of the warpgroup takes its row's (or
+// column's) 16 bytes of each (the blocks hold the factors up to rank_kept, the task may ask for
+// less; with kFirstHalves the second halves were not copied at all). A product with a zero term
+// is zero, so zeroing one factor's block is enough: each consumer zeroes its own (PairWork),
+// never one that the other reads. Then visible to the warpgroup's wgmmas (the async proxy), once
+// it has synchronised; and, by the same fence and barrier before thread 0 hands the stage back,
+// ordered before the producer's next copies into it. compute-sanitizer's racecheck cannot order
+// these writes with those copies (.ci/device-check.sh says which hazards it reports). Zeroing in
+// registers instead (US from registers on that step) spilled beside the 128 accumulators and ran
+// 1.2-1.3x slower at k = 256 (session 19, docs/experiments/session-19/patches/landed-rs*).
+__device__ __forceinline__ void zero_k_from(unsigned char* block, uint32_t row, uint32_t valid) {
   const uint32_t row_offset = row / 8 * detail::kCoreMatrixBytes + row % 8 * 16;
 #pragma unroll
   for (uint32_t half = 0; half < 2; ++half) {
@@ -290,7 +342,7 @@ __device__ __forceinline__ void zero_us_from(unsigned char* stage, uint32_t row,
 #pragma unroll
     for (uint32_t part = 0; part < 2; ++part) {
       auto* const values =
-          reinterpret_cast<uint16_t*>(stage + half * kHalfStepBytes + part * kPartBytes +
+          reinterpret_cast<uint16_t*>(block + half * kHalfStepBytes + part * kPartBytes +
                                       row_offset);
       for (uint32_t k = keep; k < kHalfDepth; ++k) values[k] = 0;
     }
@@ -308,7 +360,7 @@ struct StageOperands {
   uint64_t v_small;
 
   // With kFirstHalves (the steps copied k 0-7 only) V's descriptors read k 0-7 again for k 8-15
-  // (leading byte offset 0): finite values, which meet US's zeros there (zero_us_from), never a
+  // (leading byte offset 0): finite values, which meet US's zeros there (zero_k_from), never a
   // stage's older or uninitialised bytes.
   // us0, v0: stage 0's US block of this consumer and V block.
   __device__ __forceinline__ StageOperands(const unsigned char* us0, const unsigned char* v0)
@@ -396,6 +448,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       reinterpret_cast<uint64_t*>(all_staging + kConsumers * staging_bytes<kChannels>());
   const Ring<kStages> ring{shared, full, full + kStages};
   const ImageShape shape{width, height, kChannels};
+  const PairGrid grid(height, width, !kFirstHalves);
 
   if (threadIdx.x == 0) {
     // The tensor stores' sources (tensor_store.cuh).
@@ -410,7 +463,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (threadIdx.x >= kProducerThread) {
     if (threadIdx.x == kProducerThread) {
-      produce<kChannels, kStages, kFirstHalves>(ring, tasks, pairs, shape);
+      produce<kChannels, kStages, kFirstHalves>(ring, tasks, pairs, shape, grid);
     }
     return;
   }
@@ -419,9 +472,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t thread = threadIdx.x % kWarpgroupThreads;  // in the warpgroup: a tile row
   unsigned char* const staging = all_staging + consumer * staging_bytes<kChannels>();
   const uint32_t first_row = thread / kWarpSize * kRowsPerWarp + threadIdx.x % kWarpSize / 4;
-  const StageOperands<kFirstHalves> operands(shared + consumer * kStepBytes,
-                                             shared + kConsumers * kStepBytes);
-  const uint32_t row_tiles = (height + kTile - 1) / kTile;
   // Set once (the asm reads them); each channel's first wgmmas then overwrite them.
   detail::WgmmaAccumulators top = {};
   detail::WgmmaAccumulators bottom = {};
@@ -433,12 +483,15 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 #pragma unroll 1
   for (uint32_t p = blockIdx.x; p < pairs; p += gridDim.x) {
-    const PairWork work(tasks, p, shape);
+    const PairWork work(tasks, p, grid);
     const uint32_t rank = work.task->rank;
-    const uint32_t row_tile = work.row_tile(consumer);
-    // Else (the lower tile of an odd last row) it only takes the steps and hands them back.
-    const bool in_image = row_tile < row_tiles;
-    const Tile tile(*work.task, width, min(row_tile, row_tiles - 1), work.at.col);
+    // Else it only takes the steps and hands them back.
+    const bool in_image = work.in_image(consumer, grid);
+    const uint32_t col_tile = min(work.col_tile(consumer), grid.col_tiles - 1);
+    const Tile tile(*work.task, width, min(work.row_tile(consumer), grid.row_tiles - 1), col_tile);
+    const StageOperands<kFirstHalves> operands(ring.stages + work.us_slot(consumer) * kStepBytes,
+                                               ring.stages + work.v_slot(consumer) * kStepBytes);
+    unsigned char* const own_block = ring.stages + work.own_slot(consumer) * kStepBytes;
     // Stored by one tensor store where the tile is a whole column of the task's output map, else
     // by the threads' copy-out (or bulk row stores); the same pitched staging either way.
     const bool mapped = work.task->out_map_encoded != 0 && tile.col0 + kTile <= width;
@@ -458,7 +511,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const uint32_t k0 = slice * kDepth;
         if (in_image) {
           if (kFirstHalves || rank < k0 + kDepth) {  // the channel's one step past the rank
-            zero_us_from(ring.at(step) + consumer * kStepBytes, thread, rank - k0);
+            zero_k_from(own_block + ring.stage(step) * kStageBytes, thread, rank - k0);
             sync_consumer(consumer);
           }
           if (bottom_in_image) {
@@ -497,7 +550,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       detail::fence_shared_for_bulk_copy();
       sync_consumer(consumer);
       if (thread == 0) {
-        detail::tensor_store_tile(&work.task->out_map, work.at.col, tile.row0, staging);
+        detail::tensor_store_tile(&work.task->out_map, col_tile, tile.row0, staging);
       }
     } else {
       tile.copy_out_async(staging, height, width, thread, [&] { sync_consumer(consumer); });
@@ -558,8 +611,11 @@ bool fused_wgmma_supported() noexcept {
 
 void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
                            const ImageShape& shape, uint32_t max_rank, StreamView stream) {
-  const uint32_t pairs =
-      ((shape.width + kTile - 1) / kTile) * ((shape.height + 2 * kTile - 1) / (2 * kTile)) * count;
+  // Up to rank 8 the steps copy k 0-7 only (wgmma_operands.hpp): 0.99-1.05x of session 13's TF32
+  // kernel at ranks 2-8 instead of 0.85-0.94x with whole steps (docs/PERFORMANCE.md, session 14).
+  // A kernel of its own, so that its copy sizes and descriptors stay constants in the loop.
+  const bool first_halves = max_rank <= kHalfStepMaxRank;
+  const uint32_t pairs = PairGrid(shape.height, shape.width, !first_halves).per_task * count;
   if (pairs == 0) return;
   // Persistent: one block per SM, each looping over its pairs of tiles (fewer where there are
   // fewer).
@@ -568,10 +624,6 @@ void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
   SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
   SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const uint32_t blocks = std::min(pairs, static_cast<uint32_t>(sms));
-  // Up to rank 8 the steps copy k 0-7 only (wgmma_operands.hpp): 0.99-1.05x of session 13's TF32
-  // kernel at ranks 2-8 instead of 0.85-0.94x with whole steps (docs/PERFORMANCE.md, session 14).
-  // A kernel of its own, so that its copy sizes and descriptors stay constants in the loop.
-  const bool first_halves = max_rank <= kHalfStepMaxRank;
   dispatch_channels(shape.channels, [&](auto channels) {
     constexpr uint32_t kChannels = decltype(channels)::value;
     const auto kernel = first_halves ? fused_reconstruct_wgmma_kernel<kChannels, true>

@@ -377,7 +377,7 @@ class GpuReconstructTest : public ::testing::Test {
   // Defined with the tests that use it, below.
   void check_blocks_that_loop(uint32_t channels, uint32_t tiles_per_block,
                               std::span<const uint32_t> rank_cycle, std::size_t lead_values,
-                              uint32_t width = 384);
+                              uint32_t width = 384, uint32_t height = 180);
   // The wgmma kernel's launch of random factors (rank_kept, seeds seed, seed + 1, ...) with and
   // without output maps: only how the tiles leave differs, so the bytes must be the same.
   void check_maps_and_threads_agree(const ImageShape& shape, std::span<const uint32_t> ranks,
@@ -491,6 +491,16 @@ std::vector<ShapeCase> shape_cases() {
     add("bottom_half_edge", shape, 16);
     add("bottom_half_edge", shape, 40);
   }
+  // An odd number of row tiles: from rank 9 the wgmma kernel pairs the last row's tiles side by
+  // side (sharing US; each consumer zeroes its own V past the rank, here within the first step at
+  // rank 9). 356 rows: the last row tile 100, its bottom half in the image. 400 wide: 4 tile
+  // columns, the last partial (16 columns, stored by the threads); 528 wide: 5, so that the last
+  // side-by-side pair has no right tile.
+  for (const uint32_t width : {400U, 528U}) {
+    const ImageShape shape{width, 356, 3};
+    add("side_by_side", shape, 9);
+    add("side_by_side", shape, 40);
+  }
   // Odd width: no row of the output starts 16-byte aligned in a regular pattern.
   for (const uint32_t channels : {1U, 3U}) {
     const ImageShape shape{333, 130, channels};
@@ -533,20 +543,21 @@ TEST_F(GpuReconstructTest, BatchOfTasksWithDifferentRanksInOneLaunch) {
 }
 
 // More tiles than two per SM at a rank where the wgmma kernel's blocks loop over tiles: each
-// block's ring runs on from tile to tile, across tasks of different ranks. Images of 384 x 180:
-// 3 x 2 tiles of 128, the lower ones 52 rows (their bottom 64 rows outside: neither multiplied
-// nor rounded).
+// block's ring runs on from tile to tile, across tasks of different ranks. Images of 384 x 180
+// unless named: 3 x 2 tiles of 128, the lower ones 52 rows (their bottom 64 rows outside:
+// neither multiplied nor rounded).
 void GpuReconstructTest::check_blocks_that_loop(uint32_t channels, uint32_t tiles_per_block,
                                                 std::span<const uint32_t> rank_cycle,
-                                                std::size_t lead_values, uint32_t width) {
+                                                std::size_t lead_values, uint32_t width,
+                                                uint32_t height) {
   const uint64_t seed = run_seed() ^ channels;
   SCOPED_TRACE(seed_text(seed));
   int device = 0;
   int sms = 0;
   SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
   SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const ImageShape shape{width, 180, channels};
-  const uint32_t tiles_per_task = 2 * ((width + 127) / 128);
+  const ImageShape shape{width, height, channels};
+  const uint32_t tiles_per_task = ((height + 127) / 128) * ((width + 127) / 128);
   const uint32_t rank_kept = *std::ranges::max_element(rank_cycle);
   // Every block gets tiles_per_block tiles or more (the launch: 2 blocks per SM).
   const uint32_t tasks =
@@ -589,6 +600,17 @@ TEST_F(GpuReconstructTest, BlocksThatLoopOverTilesStoredByTensorMapsAndByThreads
   expect_output_maps_ = true;
   constexpr uint32_t kRanks[] = {96, 16, 120, 80, 64, 1, 8, 81};
   check_blocks_that_loop(3, 2, kRanks, 0, 336);
+}
+
+TEST_F(GpuReconstructTest, BlocksThatLoopOverStackedAndSideBySidePairs) {
+  // Images of 3 x 3 tiles (the last row 44 rows, the last column 80 columns): from rank 9 a task
+  // is 3 stacked pairs, then 2 side-by-side pairs of its last row (the second without a right
+  // tile), so that a block's consumers move between the two kinds, and between own US and own V
+  // blocks to zero, across tasks of ranks 1 to 96; two tasks in three stored by tensor stores.
+  output_maps_ = OutputMaps::two_in_three;
+  expect_output_maps_ = true;
+  constexpr uint32_t kRanks[] = {96, 1, 9, 40, 8, 33, 17, 16};
+  check_blocks_that_loop(3, 2, kRanks, 0, 336, 300);
 }
 
 TEST_F(GpuReconstructTest, OutputMapsOnlyWhereTheCopyEngineCanAddressTheOutput) {
