@@ -53,17 +53,17 @@ timeout 240 compute-sanitizer --tool memcheck --kernel-name kns=svdserve --error
 rc=$?; status=$((status | rc)); echo "memcheck: rc=$rc"
 grep -E "ERROR SUMMARY|PASSED|FAILED|tests ran" "$out/sanitizer-memcheck.log" | tail -3
 : > "$out/sanitizer-racecheck.log"
-# The warp-specialised wgmma kernel (kernels/gpu/reconstruct_fused_wgmma.cu) zeroes US past a
-# task's rank in a landed stage: its consumers write what the producer's bulk copies wrote, ordered
-# by the stage's mbarriers (full: the copies landed; empty: handed back, after a warpgroup barrier
-# and a proxy fence). racecheck reports those pairs (session 19: and the same for plain reads of a
-# landed stage, the way any bulk copy is consumed), while synccheck and memcheck are clean and the
-# tests compare every pixel with poisoned outputs. Those hazards alone pass; any other fails.
+# The warp-specialised wgmma kernel (kernels/gpu/reconstruct_fused_wgmma.cu) zeroes US (in pairs
+# side by side, V) past a task's rank in a landed stage: its consumers write what the producer's
+# bulk copies wrote, ordered by the stage's mbarriers (full: the copies landed; empty: handed
+# back, after a warpgroup barrier and a proxy fence). racecheck reports those pairs (session 19:
+# and the same for plain reads of a landed stage, the way any bulk copy is consumed), while
+# synccheck and memcheck are clean and the tests compare every pixel with poisoned outputs. Those hazards alone pass; any other fails.
 only_stage_zeroing_hazards() {  # racecheck log: hazards, each pairing the two sites either way
   awk '/Race reported between/ { hazards++; first = $0; next }
        /^=========     and / {
-         if ((first ~ /bulk_load\(/ && $0 ~ /zero_us_from\(/) ||
-             (first ~ /zero_us_from\(/ && $0 ~ /bulk_load\(/)) next
+         if ((first ~ /bulk_load\(/ && $0 ~ /zero_k_from\(/) ||
+             (first ~ /zero_k_from\(/ && $0 ~ /bulk_load\(/)) next
          other++ }
        END { exit !(hazards > 0 && other == 0) }' "$1"
 }
@@ -86,7 +86,7 @@ for family in \
   summary=$(grep -E "RACECHECK SUMMARY|ERROR SUMMARY" "$out/racecheck-family.log" | tail -1)
   if [ "$rc" = 9 ] && tests_passed "$out/racecheck-family.log" &&
      only_stage_zeroing_hazards "$out/racecheck-family.log"; then
-    echo "racecheck $name: rc=$rc $summary: each between the bulk copies into a stage and zero_us_from's writes to it, which racecheck cannot order (known, see above)"
+    echo "racecheck $name: rc=$rc $summary: each between the bulk copies into a stage and zero_k_from's writes to it, which racecheck cannot order (known, see above)"
     rc=0
   else
     echo "racecheck $name: rc=$rc $summary"

@@ -362,29 +362,37 @@ struct StageOperands {
   // With kFirstHalves (the steps copied k 0-7 only) V's descriptors read k 0-7 again for k 8-15
   // (leading byte offset 0): finite values, which meet US's zeros there (zero_k_from), never a
   // stage's older or uninitialised bytes.
-  // us0, v0: stage 0's US block of this consumer and V block.
-  __device__ __forceinline__ StageOperands(const unsigned char* us0, const unsigned char* v0)
-      : us_big(descriptor(us0, kHalfStepBytes)),
-        us_small(descriptor(us0 + kPartBytes, kHalfStepBytes)),
-        v_big(descriptor(v0, kFirstHalves ? 0 : kHalfStepBytes)),
-        v_small(descriptor(v0 + kPartBytes, kFirstHalves ? 0 : kHalfStepBytes)) {}
+  // stages: the ring's first stage, whose first block both sets of descriptors point at;
+  // multiply adds the step's stage and the pair's slots (PairWork).
+  __device__ __forceinline__ explicit StageOperands(const unsigned char* stages)
+      : us_big(descriptor(stages, kHalfStepBytes)),
+        us_small(descriptor(stages + kPartBytes, kHalfStepBytes)),
+        v_big(descriptor(stages, kFirstHalves ? 0 : kHalfStepBytes)),
+        v_small(descriptor(stages + kPartBytes, kFirstHalves ? 0 : kHalfStepBytes)) {}
+
+  // A descriptor's shift (its address field counts 16 bytes) to slot `slot` of stage `stage`.
+  __device__ __forceinline__ static uint32_t shift(uint32_t stage, uint32_t slot) {
+    return (stage * kStageBytes + slot * kStepBytes) >> 4;
+  }
 
   // kWithBottom: the bottom half holds rows of the image. A template argument, not a branch
   // around the bottom's wgmmas: ptxas serialises wgmmas that a divergent path may skip (C7520).
+  // us_shift, v_shift: shift() of the consumer's US and V blocks in this step's stage.
   template <bool kWithBottom>
-  __device__ __forceinline__ void multiply(uint32_t stage, bool accumulate,
+  __device__ __forceinline__ void multiply(uint32_t us_shift, uint32_t v_shift, bool accumulate,
                                            detail::WgmmaAccumulators& top,
                                            detail::WgmmaAccumulators& bottom) const {
-    const uint64_t shift = uint64_t{stage} * (kStageBytes >> 4);
+    const uint64_t us = us_shift;
+    const uint64_t v = v_shift;
     constexpr uint64_t kBottom = kSecondRowsBytes >> 4;
     detail::fence_wgmma_operands();
-    detail::wgmma_f16(top, us_small + shift, v_big + shift, accumulate);
-    detail::wgmma_f16(top, us_big + shift, v_small + shift, true);
-    detail::wgmma_f16(top, us_big + shift, v_big + shift, true);
+    detail::wgmma_f16(top, us_small + us, v_big + v, accumulate);
+    detail::wgmma_f16(top, us_big + us, v_small + v, true);
+    detail::wgmma_f16(top, us_big + us, v_big + v, true);
     if constexpr (kWithBottom) {
-      detail::wgmma_f16(bottom, us_small + shift + kBottom, v_big + shift, accumulate);
-      detail::wgmma_f16(bottom, us_big + shift + kBottom, v_small + shift, true);
-      detail::wgmma_f16(bottom, us_big + shift + kBottom, v_big + shift, true);
+      detail::wgmma_f16(bottom, us_small + us + kBottom, v_big + v, accumulate);
+      detail::wgmma_f16(bottom, us_big + us + kBottom, v_small + v, true);
+      detail::wgmma_f16(bottom, us_big + us + kBottom, v_big + v, true);
     }
     detail::commit_wgmma_group();
   }
@@ -472,6 +480,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t thread = threadIdx.x % kWarpgroupThreads;  // in the warpgroup: a tile row
   unsigned char* const staging = all_staging + consumer * staging_bytes<kChannels>();
   const uint32_t first_row = thread / kWarpSize * kRowsPerWarp + threadIdx.x % kWarpSize / 4;
+  const StageOperands<kFirstHalves> operands(ring.stages);
   // Set once (the asm reads them); each channel's first wgmmas then overwrite them.
   detail::WgmmaAccumulators top = {};
   detail::WgmmaAccumulators bottom = {};
@@ -489,9 +498,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool in_image = work.in_image(consumer, grid);
     const uint32_t col_tile = min(work.col_tile(consumer), grid.col_tiles - 1);
     const Tile tile(*work.task, width, min(work.row_tile(consumer), grid.row_tiles - 1), col_tile);
-    const StageOperands<kFirstHalves> operands(ring.stages + work.us_slot(consumer) * kStepBytes,
-                                               ring.stages + work.v_slot(consumer) * kStepBytes);
-    unsigned char* const own_block = ring.stages + work.own_slot(consumer) * kStepBytes;
     // Stored by one tensor store where the tile is a whole column of the task's output map, else
     // by the threads' copy-out (or bulk row stores); the same pitched staging either way.
     const bool mapped = work.task->out_map_encoded != 0 && tile.col0 + kTile <= width;
@@ -511,13 +517,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         const uint32_t k0 = slice * kDepth;
         if (in_image) {
           if (kFirstHalves || rank < k0 + kDepth) {  // the channel's one step past the rank
-            zero_k_from(own_block + ring.stage(step) * kStageBytes, thread, rank - k0);
+            zero_k_from(ring.at(step) + work.own_slot(consumer) * kStepBytes, thread, rank - k0);
             sync_consumer(consumer);
           }
+          const uint32_t us_shift = operands.shift(ring.stage(step), work.us_slot(consumer));
+          const uint32_t v_shift = operands.shift(ring.stage(step), work.v_slot(consumer));
           if (bottom_in_image) {
-            operands.template multiply<true>(ring.stage(step), slice != 0, top, bottom);
+            operands.template multiply<true>(us_shift, v_shift, slice != 0, top, bottom);
           } else {
-            operands.template multiply<false>(ring.stage(step), slice != 0, top, bottom);
+            operands.template multiply<false>(us_shift, v_shift, slice != 0, top, bottom);
           }
         }
         if (!follower_released && step == stagger_steps<kStages>()) {

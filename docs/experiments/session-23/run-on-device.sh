@@ -7,6 +7,10 @@
 #           main and new at the rows the change touches and some it should not ($runs rounds,
 #           --quick, 3 channels, main first in each); then the full kernel benchmark of both,
 #           alternating, $tables rounds (2).
+#   ab:     main and new (or $VARIANTS: benches of quick23b, bench_NAME) alternating on single
+#           rows of the full benchmark (full batches, not --quick), $runs rounds (4); and the SASS
+#           of their 3-channel kernels (cuobjdump); with $TESTS (a test binary of the quick
+#           bundle) first the GPU kernel tests of it.
 set -u
 part=${1:?usage: run-on-device.sh side}
 mkdir -p /tmp/m /tmp/q
@@ -55,6 +59,28 @@ case "$part" in
       done
     done
     echo "all took $((SECONDS - start)) s"
+    ;;
+  ab)
+    start=$SECONDS
+    if [ -n "${TESTS:-}" ]; then
+      timeout 200 $B/$TESTS --gtest_brief=1 > $OUT/tests-$TESTS.log 2>&1
+      echo "$TESTS rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' $OUT/tests-$TESTS.log | tr '\n' ' ')"
+      grep -E '^\[  FAILED' $OUT/tests-$TESTS.log | head -5
+    fi
+    for sr in ${ROWS:-1024x1024:256 4096x4096:256 1920x1080:256 1920x1080:16 1024x1024:64}; do
+      for run in $(seq "${runs:-4}"); do
+        for b in ${VARIANTS:-main new}; do
+          timeout 60 $B/bench_$b --size ${sr%:*} --rank ${sr#*:} > /tmp/ab.log 2>&1
+          echo "${sr%:*} k=${sr#*:} $b rc=$?: $(grep -oE 'random operands: +[0-9.]+ TFLOP/s, SM clock [0-9.]+' /tmp/ab.log | grep -oE '[0-9.]+$') GHz $(grep -E '^[0-9]+x[0-9]+ ' /tmp/ab.log | awk '{print "wg_ms="$11, "fl_wg="$19, $NF}')"
+        done
+      done
+      echo "after $sr: $((SECONDS - start)) s"
+    done
+    for b in ${VARIANTS:-main new}; do
+      cuobjdump -sass $B/bench_$b 2>/dev/null |
+        awk '/Function : .*fused_reconstruct_wgmma_kernelILj3ELb0/{on=1} on&&/Function : /&&!/ILj3ELb0/{on=0} on' > $OUT/sass-$b.txt
+      echo "sass $b: $(grep -cE '^\s+/\*[0-9a-f]{4}\*/' $OUT/sass-$b.txt) instructions"
+    done
     ;;
   *)
     echo "unknown part $part" >&2
