@@ -58,7 +58,8 @@ grep -E "ERROR SUMMARY|PASSED|FAILED|tests ran" "$out/sanitizer-memcheck.log" | 
 # bulk copies wrote, ordered by the stage's mbarriers (full: the copies landed; empty: handed
 # back, after a warpgroup barrier and a proxy fence). racecheck reports those pairs (session 19:
 # and the same for plain reads of a landed stage, the way any bulk copy is consumed), while
-# synccheck and memcheck are clean and the tests compare every pixel with poisoned outputs. Those hazards alone pass; any other fails.
+# synccheck and memcheck are clean and the tests compare every pixel with poisoned outputs. Those
+# hazards alone pass; any other fails.
 only_stage_zeroing_hazards() {  # racecheck log: hazards, each pairing the two sites either way
   awk '/Race reported between/ { hazards++; first = $0; next }
        /^=========     and / {

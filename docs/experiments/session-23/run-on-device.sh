@@ -7,6 +7,7 @@
 #           main and new at the rows the change touches and some it should not ($runs rounds,
 #           --quick, 3 channels, main first in each); then the full kernel benchmark of both,
 #           alternating, $tables rounds (2).
+#   tables: only the full benchmarks of "side", alternating.
 #   ab:     main and new (or $VARIANTS: benches of quick23b, bench_NAME) alternating on single
 #           rows of the full benchmark (full batches, not --quick), $runs rounds (4); and the SASS
 #           of their 3-channel kernels (cuobjdump); with $TESTS (a test binary of the quick
@@ -59,6 +60,15 @@ case "$part" in
       done
     done
     echo "all took $((SECONDS - start)) s"
+    ;;
+  tables)  # the full kernel benchmark of main and new, alternating, $tables rounds (2)
+    for run in $(seq "${tables:-2}"); do
+      for b in main new; do
+        timeout 120 $B/bench_$b > $OUT/table-$b-$run.txt 2>&1
+        echo "$b round $run rc=$?: $(grep -E 'random operands|loop alone' $OUT/table-$b-$run.txt | grep -oE 'SM clock [0-9.]+ GHz' | tr '\n' ' ')"
+        grep -E '^[0-9]+x[0-9]+ ' $OUT/table-$b-$run.txt | awk '{printf "%s k=%s %s=%s %s ", $1, $4, $13, $14, $11} END {print ""}'
+      done
+    done
     ;;
   ab)
     start=$SECONDS
