@@ -36,6 +36,16 @@ compare() {  # size, rank, channels, then the variants; $runs rounds, each timed
   done
 }
 
+full_tables() {  # the full kernel benchmark of main and new, alternating, $tables rounds (2)
+  for run in $(seq "${tables:-2}"); do
+    for b in main new; do
+      timeout 120 $B/bench_$b > $OUT/table-$b-$run.txt 2>&1
+      echo "$b round $run rc=$?: $(grep -E 'random operands|loop alone' $OUT/table-$b-$run.txt | grep -oE 'SM clock [0-9.]+ GHz' | tr '\n' ' ')"
+      grep -E '^[0-9]+x[0-9]+ ' $OUT/table-$b-$run.txt | awk '{printf "%s k=%s %s=%s %s ", $1, $4, $13, $14, $11} END {print ""}'
+    done
+  done
+}
+
 case "$part" in
   side)
     start=$SECONDS
@@ -52,23 +62,11 @@ case "$part" in
       runs=${runs:-3} limit=25 compare ${sr%:*} ${sr#*:} 3 new
     done
     echo "timings took $((SECONDS - start)) s"
-    for run in $(seq "${tables:-2}"); do
-      for b in main new; do
-        timeout 120 $B/bench_$b > $OUT/table-$b-$run.txt 2>&1
-        echo "$b round $run rc=$?: $(grep -E 'random operands|loop alone' $OUT/table-$b-$run.txt | grep -oE 'SM clock [0-9.]+ GHz' | tr '\n' ' ')"
-        grep -E '^[0-9]+x[0-9]+ ' $OUT/table-$b-$run.txt | awk '{printf "%s k=%s %s=%s %s ", $1, $4, $13, $14, $11} END {print ""}'
-      done
-    done
+    full_tables
     echo "all took $((SECONDS - start)) s"
     ;;
-  tables)  # the full kernel benchmark of main and new, alternating, $tables rounds (2)
-    for run in $(seq "${tables:-2}"); do
-      for b in main new; do
-        timeout 120 $B/bench_$b > $OUT/table-$b-$run.txt 2>&1
-        echo "$b round $run rc=$?: $(grep -E 'random operands|loop alone' $OUT/table-$b-$run.txt | grep -oE 'SM clock [0-9.]+ GHz' | tr '\n' ' ')"
-        grep -E '^[0-9]+x[0-9]+ ' $OUT/table-$b-$run.txt | awk '{printf "%s k=%s %s=%s %s ", $1, $4, $13, $14, $11} END {print ""}'
-      done
-    done
+  tables)
+    full_tables
     ;;
   ab)
     start=$SECONDS
