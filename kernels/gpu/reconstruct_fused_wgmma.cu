@@ -81,8 +81,8 @@ constexpr uint32_t kThreads = kProducerThread + kWarpSize;
 static_assert(kTile == 2 * kWgmmaRows);
 static_assert(kTile == kOutputTileRows && kTile == kOutputTileCols);  // a tensor store per tile
 
-// A stage holds one k-step's operands of a 256 x 128 pair of tiles, one above the other: the
-// upper tile's US block, the lower one's, then their V block.
+// A stage holds one k-step's operands of a pair of tiles in three 8 KiB slots: [upper US | lower
+// US | V] for a stacked pair, [US | left V | right V] for one side by side (PairWork).
 constexpr uint32_t kStepBytes = Layout::kStepBytes;
 constexpr uint32_t kStageBytes = 3 * kStepBytes;
 
@@ -261,16 +261,16 @@ __device__ __forceinline__ void produce(const Ring<kStages>& ring, const Reconst
     const Layout layout{shape, work.task->rank_kept};
     // Consumer 1's own block, if its tile is past the image (else no slot: kSlots).
     const uint32_t skipped = work.in_image(1, grid) ? kSlots : work.own_slot(1);
-    const uint32_t row_tile_1 = min(work.row_tile(1), grid.row_tiles - 1);
-    const uint32_t col_tile_1 = min(work.col_tile(1), grid.col_tiles - 1);
+    const uint32_t second_row = min(work.row_tile(1), grid.row_tiles - 1);
+    const uint32_t second_col = min(work.col_tile(1), grid.col_tiles - 1);
 #pragma unroll 1
     for (uint32_t channel = 0; channel < kChannels; ++channel) {
       const unsigned char* const us = operands + layout.us_offset(channel, work.row, 0);
       const unsigned char* const v = operands + layout.v_offset(channel, work.col, 0);
       const unsigned char* const from[kSlots] = {
           us,
-          work.side_by_side ? v : operands + layout.us_offset(channel, row_tile_1, 0),
-          work.side_by_side ? operands + layout.v_offset(channel, col_tile_1, 0) : v};
+          work.side_by_side ? v : operands + layout.us_offset(channel, second_row, 0),
+          work.side_by_side ? operands + layout.v_offset(channel, second_col, 0) : v};
 #pragma unroll 1
       for (uint32_t slice = 0; slice < work.slices; ++slice, ++step) {
         uint64_t* const full = ring.full + ring.stage(step);

@@ -501,6 +501,12 @@ std::vector<ShapeCase> shape_cases() {
     add("side_by_side", shape, 9);
     add("side_by_side", shape, 40);
   }
+  // The same zeroing with 1 and 4 channels (7 and 3 stages), and a whole last column without a
+  // right tile (640 wide: 5 whole columns, stored by tensor stores where the lead is 0).
+  add("side_by_side", ImageShape{528, 356, 1}, 33);
+  add("side_by_side", ImageShape{400, 356, 4}, 9);
+  add("side_by_side", ImageShape{640, 356, 3}, 9);
+  add("side_by_side", ImageShape{640, 356, 3}, 24);
   // Odd width: no row of the output starts 16-byte aligned in a regular pattern.
   for (const uint32_t channels : {1U, 3U}) {
     const ImageShape shape{333, 130, channels};
@@ -559,7 +565,8 @@ void GpuReconstructTest::check_blocks_that_loop(uint32_t channels, uint32_t tile
   const ImageShape shape{width, height, channels};
   const uint32_t tiles_per_task = ((height + 127) / 128) * ((width + 127) / 128);
   const uint32_t rank_kept = *std::ranges::max_element(rank_cycle);
-  // Every block gets tiles_per_block tiles or more (the launch: 2 blocks per SM).
+  // 2 x tiles_per_block tiles per SM or more: the wgmma kernel's one block per SM takes
+  // tiles_per_block pairs of tiles or more.
   const uint32_t tasks =
       (tiles_per_block * 2 * static_cast<uint32_t>(sms) + tiles_per_task) / tiles_per_task;
   std::vector<uint32_t> ranks;
@@ -683,6 +690,10 @@ TEST_F(GpuReconstructTest, OutputMapsAcquiredOncePerTaskGiveTheSameBytes) {
   ASSERT_GT(kColumnTiles * pair_rows, static_cast<uint32_t>(sms));
   const uint32_t ranks[] = {16, 40};
   check_maps_and_threads_agree(shape, ranks, 48, seed);
+  // An odd number of row tiles: a block moves from a stacked pair of a task to a side-by-side
+  // pair of the same task, on the map it acquired once.
+  const ImageShape odd{shape.width, shape.height + 100, 3};
+  check_maps_and_threads_agree(odd, ranks, 48, seed + std::size(ranks));
 }
 
 // The wgmma kernel multiplies in FP16 (65504 at most, normal from 2^-14): factors with US far
