@@ -52,7 +52,7 @@ case "$part" in
     timeout 200 $tests --gtest_brief=1 > $OUT/tests-new.log 2>&1
     echo "kernel tests rc=$?: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' $OUT/tests-new.log | tr '\n' ' ')"
     grep -E '^\[  FAILED' $OUT/tests-new.log | head -5
-    f='GpuReconstructTest.BlocksThatLoopOverStackedAndSideBySidePairs:GpuReconstructShapeTest.BothPathsMatchFloat64/side_by_side*'
+    f='GpuReconstructTest.BlocksThatLoopOverStackedAndSideBySidePairs:Shapes/GpuReconstructShapeTest.BothPathsMatchFloat64/side_by_side*'
     timeout 150 compute-sanitizer --tool racecheck --kernel-name kns=svdserve --error-exitcode 9 $tests --gtest_filter="$f" > /tmp/san.log 2>&1
     echo "racecheck rc=$?: $(grep -E 'SUMMARY' /tmp/san.log | tail -1) $(grep -E '^\[  (PASSED|FAILED)' /tmp/san.log | tr '\n' ' ')"
     grep -E -A1 'Race reported between' /tmp/san.log | grep -oE '(bulk_load|zero_k_from|round_into_[a-z]*|tensor_store[a-z_]*|bulk_store[a-z_]*|copy_out[a-z_]*)\(' | sort | uniq -c
