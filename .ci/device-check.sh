@@ -76,6 +76,7 @@ for family in \
     "sample conversion:GpuBackendBehaviourTest.OneBatchMixes*" \
     "fused reconstruction + quantise:*GpuReconstruct*odd_width_333x130_c3_rank_37*:GpuReconstructTest.BatchOfTasks*" \
     "wgmma blocks looping over tiles:GpuReconstructTest.BlocksThatLoop*-*StoredByTensorMaps*" \
+    "wgmma side-by-side pairs:Shapes/GpuReconstructShapeTest.BothPathsMatchFloat64/side_by_side*" \
     "wgmma tensor-map and thread stores, mixed:GpuReconstructTest.BlocksThatLoopOverTilesStoredByTensorMaps*:GpuReconstructTest.TensorMapAndThreadStores*" \
     "randomized SVD kernels:GpuRandomizedSvdTest.FlatImage*"; do
   name="${family%%:*}"; filter="${family#*:}"
