@@ -16,6 +16,7 @@
 #include "kernels/gpu/tf32_mma.cuh"
 #include "kernels/gpu/wgmma.cuh"
 #include "tests/bench/bench_random.cuh"
+#include "tests/bench/clocked_run.cuh"
 #include "tests/bench/event_timing.hpp"
 #include "tests/bench/f16_gemm_reference.hpp"
 
@@ -127,23 +128,6 @@ double tf32_mma_peak_tflops(gpu::StreamView stream, int sms) {
 constexpr uint32_t kWgmmaBlocksPerSm = 2;  // 4 warpgroups per SM
 constexpr uint32_t kWgmmasPerGroup = 4;
 
-// The SM clock while a kernel ran: block 0's clock64 and the global timer, at its start and end.
-struct ClockSample {
-  unsigned long long cycles[2];
-  unsigned long long ns[2];
-};
-
-#if SVDSERVE_HAS_WGMMA
-__device__ __forceinline__ void sample_clock(ClockSample* sample, int at) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  unsigned long long ns = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-  sample->cycles[at] = clock64();
-  sample->ns[at] = ns;
-}
-
-#endif
-
 // Operands of the peak kernels: 2^-10 everywhere (no bit toggles between values), or random
 // mantissas and signs at the same exponent (bits toggle between the values of one operand tile,
 // which every wgmma then reuses; the sums stay finite either way).
@@ -171,39 +155,21 @@ __device__ __forceinline__ uint32_t peak_operand(uint32_t index, PeakOperands ki
 
 #endif
 
-// What the peak kernel issues: wgmmas only, groups of 4 from shared memory (the peak); or the
-// wgmma variant's loop without what feeds it (no ring, copies, barriers or epilogue): per k-step
-// three FP16 wgmmas with A in registers, which each thread re-reads from shared memory (two
-// 16-byte loads) and splits into FP16 parts for the next step once the step before is done.
-enum class WgmmaPattern { peak, kernel_loop };
-
-template <WgmmaPattern kPattern>
-constexpr uint32_t kWgmmasPerIteration = kPattern == WgmmaPattern::peak ? kWgmmasPerGroup : 3;
-
 // Each warpgroup keeps the tensor cores fed: a group of wgmmas per iteration into its
 // accumulators, waiting only for the group before the last.
 // One k-step is 32 bytes of a row in both arithmetics, so the operands and descriptors are the
 // same; only the instruction and its FLOPs differ.
-template <WgmmaArithmetic kArithmetic, WgmmaPattern kPattern>
+template <WgmmaArithmetic kArithmetic>
 __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict__ out,
                                                               uint32_t iterations,
                                                               PeakOperands kind,
                                                               ClockSample* clock) {
 #if SVDSERVE_HAS_WGMMA
-  static_assert(kPattern == WgmmaPattern::peak || kArithmetic == WgmmaArithmetic::f16);
   constexpr uint32_t kOperandWords =
       (gpu::detail::kWgmmaRows + gpu::detail::kWgmmaCols) * gpu::detail::kWgmmaDepth;
   __shared__ __align__(128) uint32_t operands[kOperandWords];
-  // kernel_loop: two steps of US, 8 FP32 values a thread each, as the variant's stages hold them
-  // (the peak pattern leaves them unused).
-  constexpr bool kLoop = kPattern == WgmmaPattern::kernel_loop;
-  constexpr uint32_t kUsValues = 8;
-  __shared__ __align__(128) float us[kLoop ? 2 : 1][kLoop ? kUsValues * kThreads : 1];
   for (uint32_t i = threadIdx.x; i < kOperandWords; i += blockDim.x) {
     operands[i] = peak_operand(i, kind, kArithmetic);
-  }
-  for (uint32_t i = threadIdx.x; kLoop && i < 2 * kUsValues * kThreads; i += blockDim.x) {
-    (&us[0][0])[i] = __uint_as_float(peak_operand(i, kind, WgmmaArithmetic::tf32));
   }
   gpu::detail::fence_shared_for_wgmma();
   __syncthreads();
@@ -214,54 +180,19 @@ __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict_
   const uint64_t b = gpu::detail::wgmma_descriptor(
       operands + gpu::detail::kWgmmaRows * gpu::detail::kWgmmaDepth, kLeading, kStride);
   gpu::detail::WgmmaAccumulators acc = {};
-  if constexpr (kPattern == WgmmaPattern::peak) {
 #pragma unroll 1
-    for (uint32_t it = 0; it < iterations; ++it) {
-      gpu::detail::fence_wgmma_operands();
+  for (uint32_t it = 0; it < iterations; ++it) {
+    gpu::detail::fence_wgmma_operands();
 #pragma unroll
-      for (uint32_t w = 0; w < kWgmmasPerGroup; ++w) {
-        if constexpr (kArithmetic == WgmmaArithmetic::f16) {
-          gpu::detail::wgmma_f16(acc, a, b, true);
-        } else {
-          gpu::detail::wgmma_tf32(acc, a, b, true);
-        }
+    for (uint32_t w = 0; w < kWgmmasPerGroup; ++w) {
+      if constexpr (kArithmetic == WgmmaArithmetic::f16) {
+        gpu::detail::wgmma_f16(acc, a, b, true);
+      } else {
+        gpu::detail::wgmma_tf32(acc, a, b, true);
       }
-      gpu::detail::commit_wgmma_group();
-      gpu::detail::wait_wgmma<1>();
     }
-  } else {
-    // Register set s holds step s's US (steps alternate between the two, as in the variant).
-    uint32_t big[2][4];
-    uint32_t small[2][4];
-    const auto read_us = [&](uint32_t s) {
-      const float4 lo = reinterpret_cast<const float4*>(us[s])[threadIdx.x];
-      const float4 hi = reinterpret_cast<const float4*>(us[s])[kThreads + threadIdx.x];
-      const float values[kUsValues] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-      for (uint32_t r = 0; r < 4; ++r) {
-        const gpu::detail::SplitF16x2 parts =
-            gpu::detail::split_f16x2(values[2 * r], values[2 * r + 1]);
-        big[s][r] = parts.big;
-        small[s][r] = parts.small;
-      }
-    };
-    // V's two parts: b, and the 4 KiB from a (in the operands; FP16 values as well).
-    const auto step = [&](uint32_t s) {
-      gpu::detail::fence_wgmma_operands();
-      gpu::detail::wgmma_f16(acc, small[s], b, true);
-      gpu::detail::wgmma_f16(acc, big[s], a, true);
-      gpu::detail::wgmma_f16(acc, big[s], b, true);
-      gpu::detail::commit_wgmma_group();
-      gpu::detail::wait_wgmma<1>();
-      read_us(s ^ 1U);  // the other set's step is done: the step after this one
-    };
-    read_us(0);
-    read_us(1);
-#pragma unroll 1
-    for (uint32_t it = 0; it < iterations; it += 2) {
-      step(0);
-      step(1);
-    }
+    gpu::detail::commit_wgmma_group();
+    gpu::detail::wait_wgmma<1>();
   }
   gpu::detail::wait_wgmma<0>();
   gpu::detail::pin_accumulators(acc);
@@ -279,43 +210,21 @@ __global__ void __launch_bounds__(kThreads) wgmma_peak_kernel(float* __restrict_
 }
 
 // 0 where the device cannot run the wgmma variant.
-template <WgmmaArithmetic kArithmetic, WgmmaPattern kPattern = WgmmaPattern::peak>
+template <WgmmaArithmetic kArithmetic>
 Peak wgmma_peak(gpu::StreamView stream, int sms, PeakOperands kind) {
   if (!gpu::fused_wgmma_supported()) return {};
   constexpr uint32_t kIterations = 1U << 14;
-  constexpr int kRuns = 5;  // after one warm-up; the fastest counts, with its own clock
   const uint32_t blocks = static_cast<uint32_t>(sms) * kWgmmaBlocksPerSm;
   gpu::DeviceBuffer out(std::size_t{blocks} * kThreads * sizeof(float));
   gpu::DeviceBuffer clock(sizeof(ClockSample));
-  const gpu::Event start(true);
-  const gpu::Event stop(true);
-  const double wgmmas = double{kWgmmasPerIteration<kPattern>} * kIterations * blocks *
+  const double wgmmas = double{kWgmmasPerGroup} * kIterations * blocks *
                         (kThreads / gpu::detail::kWarpgroupThreads);
-  Peak peak;
-  for (int run = -1; run < kRuns; ++run) {
-    SVDSERVE_CUDA_CHECK(cudaMemsetAsync(clock.data(), 0, sizeof(ClockSample), stream.value()));
-    start.record(stream);
-    wgmma_peak_kernel<kArithmetic, kPattern><<<blocks, kThreads, 0, stream.value()>>>(
+  const double flops = wgmmas * (kArithmetic == WgmmaArithmetic::f16 ? gpu::detail::kWgmmaF16Flops
+                                                                     : gpu::detail::kWgmmaFlops);
+  return fastest_run(stream, flops, clock.as<ClockSample>(), [&] {
+    wgmma_peak_kernel<kArithmetic><<<blocks, kThreads, 0, stream.value()>>>(
         out.as<float>(), kIterations, kind, clock.as<ClockSample>());
-    SVDSERVE_CUDA_CHECK(cudaGetLastError());
-    stop.record(stream);
-    stop.synchronize();
-    const double tflops =
-        wgmmas *
-        (kArithmetic == WgmmaArithmetic::f16 ? gpu::detail::kWgmmaF16Flops
-                                             : gpu::detail::kWgmmaFlops) /
-        (gpu::Event::elapsed_ms(start, stop) * 1e-3) / 1e12;
-    ClockSample sample{};
-    SVDSERVE_CUDA_CHECK(
-        cudaMemcpy(&sample, clock.data(), sizeof(sample), cudaMemcpyDeviceToHost));
-    if (run < 0 || tflops <= peak.tflops) continue;  // the warm-up, or not the fastest
-    peak.tflops = tflops;
-    peak.sm_ghz = sample.ns[1] > sample.ns[0]
-                      ? static_cast<double>(sample.cycles[1] - sample.cycles[0]) /
-                            static_cast<double>(sample.ns[1] - sample.ns[0])
-                      : 0;  // no sample: the kernel body did not run
-  }
-  return peak;
+  });
 }
 
 __global__ void fill_uniform_kernel(float* __restrict__ out, std::size_t count, uint64_t seed) {
@@ -360,8 +269,7 @@ Limits measure_kernel_limits(gpu::StreamView stream, int sms, bool quick) {
   limits.f16_wgmma_random = wgmma_peak<f16>(stream, sms, PeakOperands::random);
   limits.tf32_wgmma = wgmma_peak<tf32>(stream, sms, PeakOperands::constant);
   limits.tf32_wgmma_random = wgmma_peak<tf32>(stream, sms, PeakOperands::random);
-  limits.f16_wgmma_kernel_loop =
-      wgmma_peak<f16, WgmmaPattern::kernel_loop>(stream, sms, PeakOperands::random);
+  limits.wgmma_loops = measure_wgmma_loops_alone(stream, sms);
   limits.sgemm_tflops = sgemm_tflops(stream, quick);
   if (gpu::fused_wgmma_supported()) {
     limits.f16_gemm_tflops = f16_gemm_square_tflops(square_gemm_size(quick), stream);
@@ -388,9 +296,16 @@ void print_kernel_limits(const Limits& limits, bool quick, double mmas_per_produ
                 limits.tf32_wgmma.tflops, limits.tf32_wgmma.sm_ghz);
     std::printf("TF32 wgmma, random operands:   %.2f TFLOP/s, SM clock %.3f GHz\n",
                 limits.tf32_wgmma_random.tflops, limits.tf32_wgmma_random.sm_ghz);
-    std::printf("FP16 wgmma, the wgmma variant's loop alone (random operands, not a floor): "
-                "%.2f TFLOP/s, SM clock %.3f GHz\n",
-                limits.f16_wgmma_kernel_loop.tflops, limits.f16_wgmma_kernel_loop.sm_ghz);
+    // Per clock against the constant-operand peak (the floor's run): the loop's own cost with
+    // the clock taken out.
+    const double peak_per_ghz = limits.f16_wgmma.tflops / limits.f16_wgmma.sm_ghz;
+    for (const WgmmaLoop& loop : limits.wgmma_loops) {
+      std::printf("FP16 wgmma, the wgmma variant's loop alone (not a floor; no copies or stores): "
+                  "%u stages, rounding every %u steps: %.2f TFLOP/s, SM clock %.3f GHz, %.1f%% of "
+                  "the peak per clock\n",
+                  loop.stages, loop.channel_steps, loop.peak.tflops, loop.peak.sm_ghz,
+                  100.0 * loop.peak.tflops / loop.peak.sm_ghz / peak_per_ghz);
+    }
     std::printf("wgmma's floor:                 %.0f FP16 MMAs per product at %.2f TFLOP/s (the "
                 "higher FP16 peak; %%fl_wg32: at the TF32 one, sessions 6-13's floor)\n",
                 mmas_per_product, limits.wgmma_floor_tflops());

@@ -6,15 +6,13 @@
 // reconstruct_bench.cu's header says what each is for.
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels/gpu/cuda_resources.hpp"
+#include "tests/bench/peak.hpp"
+#include "tests/bench/wgmma_loop_alone.hpp"
 
 namespace svdserve::bench {
-
-struct Peak {
-  double tflops = 0;  // 0: not on this device
-  double sm_ghz = 0;  // block 0's clock during that run (0: not sampled)
-};
 
 struct Limits {
   double d2d_gb_per_s = 0;
@@ -25,9 +23,9 @@ struct Limits {
   Peak f16_wgmma_random;   // the same on random operands (PeakOperands)
   Peak tf32_wgmma;         // for comparison with sessions 6-13, whose wgmma ran TF32
   Peak tf32_wgmma_random;
-  // Not a floor: the wgmma variant's loop alone (WgmmaPattern::kernel_loop), on random operands
-  // like the factors; how much of the distance to the floor its instructions account for.
-  Peak f16_wgmma_kernel_loop;
+  // Not a floor: the wgmma variant's loop alone (wgmma_loop_alone.hpp), without copies or
+  // stores; how much of the distance to the floor its own structure accounts for.
+  std::vector<WgmmaLoop> wgmma_loops;
   double sgemm_tflops = 0;
   double f16_gemm_tflops = 0;  // cuBLAS FP16 GEMM n^3, not a floor (0: no wgmma on this device)
 

@@ -15,9 +15,10 @@
 //     the operands' data does not change the limit: on the H100 it does not); the floor takes
 //     the higher of the two. The same for TF32 (m64n128k8), the variant's arithmetic in sessions
 //     6-13: the %fl_wg32 column holds wgmma's time against that floor, for comparison;
-//   - not a floor: the wgmma variant's loop alone on random operands (three register-A FP16
-//     wgmmas a step, US re-read and split every step; no ring, barriers or epilogue), which says
-//     how much of the variant's distance to its floor the loop's own instructions account for;
+//   - not a floor: the wgmma variant's loop alone (wgmma_loop_alone.hpp: its two consumers'
+//     wgmmas over a ring with its barriers and its rounding every channel, no copies or stores),
+//     at k = 256 and 64 with its 5 stages and at k = 256 with 8; per clock against the peak, it
+//     says how much of the variant's distance to its floor the loop's own structure accounts for;
 //   - not a floor: cuBLAS's FP16 GEMM (FP32 accumulation), square 8192^3, and per row at the wgmma
 //     variant's MMA shape, h x w x 3k per image and channel, at ranks that are multiples of 16
 //     (f16_gemm_reference.hpp): how close the library's own GEMM on the variant's arithmetic
@@ -76,6 +77,7 @@ using namespace svdserve;
 using gpu::FusedVariant;
 using gpu::ReconstructTask;
 using bench::Limits;
+using bench::WgmmaLoop;
 using bench::median;
 using bench::time_ms;
 using bench::unit_hash;
@@ -523,8 +525,14 @@ void write_json(const std::string& path, const std::string& device, const Limits
        << ", \"tf32_wgmma_peak_sm_ghz\": " << limits.tf32_wgmma.sm_ghz
        << ", \"tf32_wgmma_random_tflops\": " << limits.tf32_wgmma_random.tflops
        << ", \"tf32_wgmma_random_sm_ghz\": " << limits.tf32_wgmma_random.sm_ghz
-       << ", \"f16_wgmma_kernel_loop_tflops\": " << limits.f16_wgmma_kernel_loop.tflops
-       << ", \"f16_wgmma_kernel_loop_sm_ghz\": " << limits.f16_wgmma_kernel_loop.sm_ghz
+       << ", \"wgmma_loops_alone\": [";
+  for (std::size_t i = 0; i < limits.wgmma_loops.size(); ++i) {
+    const WgmmaLoop& loop = limits.wgmma_loops[i];
+    json << (i ? ", " : "") << "{\"stages\": " << loop.stages
+         << ", \"channel_steps\": " << loop.channel_steps << ", \"tflops\": " << loop.peak.tflops
+         << ", \"sm_ghz\": " << loop.peak.sm_ghz << "}";
+  }
+  json << "]"
        << ", \"wgmma_floor_tflops\": " << limits.wgmma_floor_tflops()
        << ", \"tensor_mmas_per_product\": " << kTensorMmasPerProduct
        << ", \"sgemm_tflops\": " << limits.sgemm_tflops

@@ -1,0 +1,33 @@
+#pragma once
+// Not a floor: the wgmma variant's loop alone, to say how much of its distance to the MMA floor
+// the loop's own structure accounts for (session 24, docs/PERFORMANCE.md).
+//
+// One block per SM of a producer warp and two consumer warpgroups, as in the kernel
+// (reconstruct_fused_wgmma.cu). Each consumer issues its six FP16 wgmmas a k-step (three
+// products, two m64n128 accumulator sets, both operands from shared memory) from the next stage
+// of a ring with the kernel's full/empty barriers, and hands a stage back once the next step's
+// wgmmas are issued and the stage's are done. Every `channel_steps` steps (a channel: 16 at
+// k = 256, 4 at k = 64) it drains its wgmmas and rounds its 128 accumulators into a staging tile
+// with the kernel's rounding; consumer 1's channels end three steps off consumer 0's, like the
+// kernel's stagger. Left out: the copies into the stages (they hold random FP16 values from the
+// start, different in every stage), the stores and the tiles' tails.
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/gpu/cuda_resources.hpp"
+#include "tests/bench/peak.hpp"
+
+namespace svdserve::bench {
+
+struct WgmmaLoop {
+  uint32_t stages = 0;         // the ring's depth (the kernel's with 3 channels: 5)
+  uint32_t channel_steps = 0;  // k-steps between roundings
+  Peak peak;                   // FLOPs of the wgmmas only
+};
+
+// The kernel's ring at k = 256 and k = 64, and at k = 256 with 8 stages (more than fit beside
+// the kernel's staging tiles with 3 channels). Empty where the device has no wgmma.
+[[nodiscard]] std::vector<WgmmaLoop> measure_wgmma_loops_alone(gpu::StreamView stream, int sms);
+
+}  // namespace svdserve::bench
