@@ -38,7 +38,20 @@ constexpr std::size_t kSharedBytes = std::size_t{kStages} * kStageBytes +
 using gpu::detail::WgmmaAccumulators;
 
 constexpr uint32_t kSecondRowsBytes = kPartBytes / 2;  // the lower 64 rows of a part
-constexpr uint32_t kStaggerSteps = 3;                  // the kernel's lead of consumer 0
+// The kernel's stagger: consumer 1 starts once consumer 0 has issued this many steps (named
+// barrier kStaggerBarrier; reconstruct_fused_wgmma.cu, stagger_steps() + 1 with 5 stages).
+constexpr uint32_t kLeadSteps = 3;
+constexpr uint32_t kStaggerBarrier = 1;
+
+__device__ __forceinline__ void wait_for_the_leader() {
+  asm volatile("bar.sync %0, %1;" ::"n"(kStaggerBarrier), "n"(kConsumers * kWarpgroupThreads)
+               : "memory");
+}
+
+__device__ __forceinline__ void release_the_follower() {
+  asm volatile("bar.arrive %0, %1;" ::"n"(kStaggerBarrier), "n"(kConsumers * kWarpgroupThreads)
+               : "memory");
+}
 
 // Two values of 2^-10 with random signs and mantissas in one word, different in every stage.
 __device__ __forceinline__ uint32_t random_f16_pair(uint64_t index) {
@@ -120,16 +133,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned char* const staging = shared + kStages * kStageBytes + consumer * kStagingBytes;
   WgmmaAccumulators top;
   WgmmaAccumulators bottom;
+  if (consumer == 1) wait_for_the_leader();
+  bool follower_released = consumer == 1;
   uint32_t step = 0;
-  uint32_t length = consumer == 1 ? kStaggerSteps : channel_steps;
   while (step < steps) {
     const uint32_t channel_start = step;
-    const uint32_t channel_end = min(steps, step + length);
+    const uint32_t channel_end = min(steps, step + channel_steps);
 #pragma unroll 1
     for (; step < channel_end; ++step) {
       const bool accumulate = step != channel_start;
       gpu::detail::wait_barrier(&full[step % kStages], step / kStages % 2);
       multiply(shared_base + step % kStages * kStageBytes, consumer, accumulate, top, bottom);
+      if (!follower_released && step + 1 == kLeadSteps) {
+        release_the_follower();
+        follower_released = true;
+      }
       if (accumulate) {
         gpu::detail::wait_wgmma<1>();  // the previous step's wgmmas: its stage is free
         if (thread == 0) gpu::detail::arrive(&empty[(step - 1) % kStages]);
@@ -141,8 +159,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     gpu::detail::pin_accumulators(bottom);
     round_into(top, staging, thread);
     round_into(bottom, staging + kStagingBytes / 2, thread);
-    length = channel_steps;
   }
+  if (!follower_released) release_the_follower();  // fewer steps than the lead
   sample_clock(clock, 1);
   float sum = 0.0F;
 #pragma unroll

@@ -8,9 +8,9 @@
 // of a ring with the kernel's full/empty barriers, and hands a stage back once the next step's
 // wgmmas are issued and the stage's are done. Every `channel_steps` steps (a channel: 16 at
 // k = 256, 4 at k = 64) it drains its wgmmas and rounds its 128 accumulators into a staging tile
-// with the kernel's rounding; consumer 1's channels end three steps off consumer 0's, like the
-// kernel's stagger. Left out: the copies into the stages (they hold random FP16 values from the
-// start, different in every stage), the stores and the tiles' tails.
+// with the kernel's rounding; consumer 1 starts three steps behind consumer 0, as in the kernel.
+// Left out: the copies into the stages (they hold random FP16 values from the start, different
+// in every stage), the stores and the tiles' tails.
 
 #include <cstdint>
 #include <vector>

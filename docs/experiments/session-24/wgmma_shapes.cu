@@ -168,7 +168,8 @@ __device__ __forceinline__ unsigned char round_byte(float value) {
 }
 
 template <int kPattern>
-__global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kernel(float* out, uint32_t steps, Clock* clock) {
+__global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kernel(float* out, uint32_t steps, Clock* clock,
+                                                          int lead) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ uint64_t full[kStages], empty[kStages];
   constexpr bool kHandshake = kPattern == pair128b || kPattern == wide256b ||
@@ -226,7 +227,12 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
     // once the next step's wgmmas are issued, the channel's last after its drain, as in main.
     const bool elected = kAllArrive || threadIdx.x % 128 == 0;
     uint32_t s = 0;
-    uint32_t length = kEvery == 0 ? steps : warpgroup == 1 ? 3 : kEvery;
+    // lead < 0: consumer 1's channels end 3 steps off consumer 0's (calls 5-6). lead >= 0 (call
+    // 8): as the kernel, consumer 1 starts once consumer 0 has issued `lead` steps (named
+    // barrier 1), and both end their channels at the same steps.
+    uint32_t length = kEvery == 0 ? steps : (lead < 0 && warpgroup == 1) ? 3 : kEvery;
+    if (lead > 0 && warpgroup == 1) asm volatile("bar.sync 1, 256;" ::: "memory");
+    bool released = lead <= 0;
     while (s < steps) {
       const uint32_t n = min(length, steps - s);
 #pragma unroll 1
@@ -255,6 +261,10 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
           mma256(d0, d1, desc(a_small), desc(v_big));
         }
         commit();
+        if (!released && warpgroup == 0 && s + 1 == static_cast<uint32_t>(lead)) {
+          asm volatile("bar.arrive 1, 256;" ::: "memory");
+          released = true;
+        }
         if (i != 0) {
           wait<1>();
           if (kHandshake && elected) bar_arrive(&empty[(s - 1) % kStages]);
@@ -285,7 +295,7 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
 }
 
 template <int kPattern>
-void run(const char* name, int sms, uint32_t steps) {
+void run(const char* name, int sms, uint32_t steps, int lead = -1) {
   const uint32_t blocks = kPattern == peak128 ? 2 * sms : sms;
   const uint32_t consumers = kPattern == single128 ? 1 : 2;
   const size_t smem = kSharedBytes<kPattern>;
@@ -304,7 +314,7 @@ void run(const char* name, int sms, uint32_t steps) {
   double best = 0, best_ghz = 0;
   for (int r = -1; r < 5; ++r) {
     CHECK(cudaEventRecord(start));
-    shapes_kernel<kPattern><<<blocks, 288, smem>>>(out, steps, clock);
+    shapes_kernel<kPattern><<<blocks, 288, smem>>>(out, steps, clock, lead);
     CHECK(cudaGetLastError());
     CHECK(cudaEventRecord(stop));
     CHECK(cudaEventSynchronize(stop));
@@ -328,6 +338,18 @@ int main(int argc, char** argv) {
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const uint32_t steps = argc > 1 ? std::atoi(argv[1]) : 20000;
+  if (argc > 2) {  // wgmma_shapes STEPS LEAD...: the rounding patterns with the kernel's stagger
+    for (int round = 0; round < 2; ++round) {
+      for (int i = 2; i < argc; ++i) {
+        const int lead = std::atoi(argv[i]);
+        std::printf("lead %d: ", lead);
+        run<pair128e16>("pair128e16", sms, steps, lead);
+        std::printf("lead %d: ", lead);
+        run<pair128e4>("pair128e4", sms, steps, lead);
+      }
+    }
+    return 0;
+  }
   for (int round = 0; round < 2; ++round) {
     run<peak128>("peak128", sms, steps);
     run<pair128>("pair128", sms, steps);
