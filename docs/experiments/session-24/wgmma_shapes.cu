@@ -142,6 +142,8 @@ enum Pattern : int {
   pair128b2 = 6,   // pair128b with every consumer thread arriving on "empty" (count 256)
   pair128e16 = 7,  // pair128b with main's epilogue every 16 steps (k = 256: a channel)
   pair128e4 = 8,   // ... every 4 steps (k = 64)
+  half128e16 = 9,  // 64-row tiles: a consumer's 3 wgmmas a step on one set, 16 KiB stages
+  half128e4 = 10,  //   [US of both consumers | V], rounding 64 accumulators (call 10)
 };
 
 struct Clock {
@@ -158,8 +160,12 @@ __device__ __forceinline__ void sample(Clock* clock, int at) {
 }
 
 template <int kPattern>
+constexpr bool kHalf = kPattern == half128e16 || kPattern == half128e4;
+template <int kPattern>
+constexpr uint32_t kPatternStageBytes = kHalf<kPattern> ? 2 * kBlockBytes : kStageBytes;
+template <int kPattern>
 constexpr uint32_t kSharedBytes =
-    kPattern == peak128 ? 2 * kPartBytes : kStages * kStageBytes + 2 * 16384;
+    kPattern == peak128 ? 2 * kPartBytes : kStages * kPatternStageBytes<kPattern> + 2 * 16384;
 
 __device__ __forceinline__ unsigned char round_byte(float value) {
   float scaled;
@@ -174,12 +180,15 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
   __shared__ uint64_t full[kStages], empty[kStages];
   constexpr bool kHandshake = kPattern == pair128b || kPattern == wide256b ||
                               kPattern == pair128b2 || kPattern == pair128e16 ||
-                              kPattern == pair128e4;
+                              kPattern == pair128e4 || kHalf<kPattern>;
   constexpr bool kAllArrive = kPattern == pair128b2;
   // Steps between epilogues (0: none). The epilogue: wait for the wgmmas, then round the 128
   // accumulators into bytes of a staging tile (FFMA.SAT, FADD.RM, IMNMX, STS.U8 each), as main's
   // rounding does; consumer 1 runs 3 steps behind in its channel (main's stagger).
-  constexpr uint32_t kEvery = kPattern == pair128e16 ? 16 : kPattern == pair128e4 ? 4 : 0;
+  constexpr uint32_t kEvery = (kPattern == pair128e16 || kPattern == half128e16) ? 16
+                              : (kPattern == pair128e4 || kPattern == half128e4) ? 4
+                                                                                  : 0;
+  constexpr uint32_t kStageSize = kPatternStageBytes<kPattern>;
   constexpr bool kWide = kPattern == wide256 || kPattern == wide256b;
   const uint32_t words = kSharedBytes<kPattern> / 4;
   for (uint32_t i = threadIdx.x; i < words; i += blockDim.x) {
@@ -239,9 +248,15 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
       for (uint32_t i = 0; i < n; ++i, ++s) {
         const uint32_t stage = s % kStages;
         if constexpr (kHandshake) bar_wait(&full[stage], (s / kStages) & 1U);
-        const uint32_t st = base + stage * kStageBytes;
+        const uint32_t st = base + stage * kStageSize;
         fence();
-        if constexpr (!kWide) {
+        if constexpr (kHalf<kPattern>) {
+          // [US (128 rows: consumer c's 64 at 2 KiB c) | V], big then small each.
+          const uint32_t a = st + warpgroup * (kPartBytes / 2), v = st + kBlockBytes;
+          mma128(d0, desc(a), desc(v), i != 0);
+          mma128(d0, desc(a), desc(v + kPartBytes));
+          mma128(d0, desc(a + kPartBytes), desc(v));
+        } else if constexpr (!kWide) {
           // [upper US | lower US | V], each block big then small; consumer c owns US block c.
           const uint32_t us = st + warpgroup * kBlockBytes, v = st + 2 * kBlockBytes;
           const uint32_t a_top = us, a_bottom = us + kPartBytes / 2;  // rows 64.. (2 KiB on)
@@ -274,11 +289,13 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
       if (kHandshake && elected) bar_arrive(&empty[(s - 1) % kStages]);
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d0[i]), "+f"(d1[i])::"memory");
       if constexpr (kEvery != 0) {
-        unsigned char* staging = smem + kStages * kStageBytes + warpgroup * 16384;
+        unsigned char* staging = smem + kStages * kStageSize + warpgroup * 16384;
 #pragma unroll
         for (int i = 0; i < 64; ++i) {
           staging[i * 128 + threadIdx.x % 128] = round_byte(d0[i]);
-          staging[8192 + i * 128 + threadIdx.x % 128] = round_byte(d1[i]);
+          if constexpr (!kHalf<kPattern>) {
+            staging[8192 + i * 128 + threadIdx.x % 128] = round_byte(d1[i]);
+          }
         }
       }
       length = kEvery == 0 ? steps : kEvery;
@@ -288,7 +305,7 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
   sample(clock, 1);
   float sum = 0;
   for (int i = 0; i < 64; ++i) sum += d0[i];
-  if constexpr (kPattern != peak128) {
+  if constexpr (kPattern != peak128 && !kHalf<kPattern>) {
     for (int i = 0; i < 64; ++i) sum += d1[i];
   }
   out[blockIdx.x * 256 + threadIdx.x] = sum;
@@ -310,7 +327,9 @@ void run(const char* name, int sms, uint32_t steps, int lead = -1) {
   CHECK(cudaEventCreate(&stop));
   // FLOPs per consumer warpgroup step: peak128 4 x m64n128k16; the others 3 products of 128 x 128
   // x 16 (= 6 x m64n128k16).
-  const double per_step = kPattern == peak128 ? 4.0 * 2 * 64 * 128 * 16 : 3.0 * 2 * 128 * 128 * 16;
+  const double per_step = kPattern == peak128   ? 4.0 * 2 * 64 * 128 * 16
+                          : kHalf<kPattern> ? 3.0 * 2 * 64 * 128 * 16
+                                            : 3.0 * 2 * 128 * 128 * 16;
   double best = 0, best_ghz = 0;
   for (int r = -1; r < 5; ++r) {
     CHECK(cudaEventRecord(start));
@@ -342,10 +361,16 @@ int main(int argc, char** argv) {
     for (int round = 0; round < 2; ++round) {
       for (int i = 2; i < argc; ++i) {
         const int lead = std::atoi(argv[i]);
+        if constexpr (kSharedBytes<pair128e16> <= 227 * 1024) {  // 24 KiB stages fit
+          std::printf("lead %d: ", lead);
+          run<pair128e16>("pair128e16", sms, steps, lead);
+          std::printf("lead %d: ", lead);
+          run<pair128e4>("pair128e4", sms, steps, lead);
+        }
         std::printf("lead %d: ", lead);
-        run<pair128e16>("pair128e16", sms, steps, lead);
+        run<half128e16>("half128e16", sms, steps, lead);
         std::printf("lead %d: ", lead);
-        run<pair128e4>("pair128e4", sms, steps, lead);
+        run<half128e4>("half128e4", sms, steps, lead);
       }
     }
     return 0;
