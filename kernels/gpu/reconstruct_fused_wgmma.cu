@@ -57,6 +57,7 @@
 
 #include "kernels/gpu/bulk_load.cuh"
 #include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/named_barrier.cuh"
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/reconstruct_tile_pipeline.cuh"
@@ -292,7 +293,7 @@ __device__ __forceinline__ void produce(const Ring<kStages>& ring, const Reconst
 
 // This warpgroup's 128 threads only (named barrier 1 + consumer; 0 is __syncthreads).
 __device__ __forceinline__ void sync_consumer(uint32_t consumer) {
-  asm volatile("bar.sync %0, %1;" ::"r"(1 + consumer), "n"(kWarpgroupThreads) : "memory");
+  detail::sync_named_barrier<kWarpgroupThreads>(1 + consumer);
 }
 
 // Consumer 1 starts stagger_steps() + 1 k-steps behind consumer 0 (named barrier 3: 0 is
@@ -313,13 +314,11 @@ constexpr uint32_t stagger_steps() {
 constexpr uint32_t kStaggerBarrier = 3;
 
 __device__ __forceinline__ void wait_for_the_leader() {
-  asm volatile("bar.sync %0, %1;" ::"n"(kStaggerBarrier), "n"(kConsumers * kWarpgroupThreads)
-               : "memory");
+  detail::sync_named_barrier<kConsumers * kWarpgroupThreads>(kStaggerBarrier);
 }
 
 __device__ __forceinline__ void release_the_follower() {
-  asm volatile("bar.arrive %0, %1;" ::"n"(kStaggerBarrier), "n"(kConsumers * kWarpgroupThreads)
-               : "memory");
+  detail::arrive_named_barrier<kConsumers * kWarpgroupThreads>(kStaggerBarrier);
 }
 
 // Zeroes the values of k >= valid (0..15) in one landed block of a stage, a US or a V block (the

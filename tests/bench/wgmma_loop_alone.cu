@@ -9,6 +9,7 @@
 
 #include "kernels/gpu/bulk_load.cuh"
 #include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/named_barrier.cuh"
 #include "kernels/gpu/reconstruct.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/wgmma.cuh"
@@ -44,13 +45,11 @@ constexpr uint32_t kLeadSteps = 3;
 constexpr uint32_t kStaggerBarrier = 1;
 
 __device__ __forceinline__ void wait_for_the_leader() {
-  asm volatile("bar.sync %0, %1;" ::"n"(kStaggerBarrier), "n"(kConsumers * kWarpgroupThreads)
-               : "memory");
+  gpu::detail::sync_named_barrier<kConsumers * kWarpgroupThreads>(kStaggerBarrier);
 }
 
 __device__ __forceinline__ void release_the_follower() {
-  asm volatile("bar.arrive %0, %1;" ::"n"(kStaggerBarrier), "n"(kConsumers * kWarpgroupThreads)
-               : "memory");
+  gpu::detail::arrive_named_barrier<kConsumers * kWarpgroupThreads>(kStaggerBarrier);
 }
 
 // Two values of 2^-10 with random signs and mantissas in one word, different in every stage.
