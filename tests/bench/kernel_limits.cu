@@ -297,14 +297,17 @@ void print_kernel_limits(const Limits& limits, bool quick, double mmas_per_produ
     std::printf("TF32 wgmma, random operands:   %.2f TFLOP/s, SM clock %.3f GHz\n",
                 limits.tf32_wgmma_random.tflops, limits.tf32_wgmma_random.sm_ghz);
     // Per clock against the constant-operand peak (the floor's run): the loop's own cost with
-    // the clock taken out.
-    const double peak_per_ghz = limits.f16_wgmma.tflops / limits.f16_wgmma.sm_ghz;
+    // the clock taken out (0 where a run sampled no clock).
+    const auto per_ghz = [](const Peak& peak) {
+      return peak.sm_ghz > 0 ? peak.tflops / peak.sm_ghz : 0.0;
+    };
+    const double peak_per_ghz = per_ghz(limits.f16_wgmma);
     for (const WgmmaLoop& loop : limits.wgmma_loops) {
       std::printf("FP16 wgmma, the wgmma variant's loop alone (not a floor; no copies or stores): "
                   "%u stages, rounding every %u steps: %.2f TFLOP/s, SM clock %.3f GHz, %.1f%% of "
                   "the peak per clock\n",
                   loop.stages, loop.channel_steps, loop.peak.tflops, loop.peak.sm_ghz,
-                  100.0 * loop.peak.tflops / loop.peak.sm_ghz / peak_per_ghz);
+                  peak_per_ghz > 0 ? 100.0 * per_ghz(loop.peak) / peak_per_ghz : 0.0);
     }
     std::printf("wgmma's floor:                 %.0f FP16 MMAs per product at %.2f TFLOP/s (the "
                 "higher FP16 peak; %%fl_wg32: at the TF32 one, sessions 6-13's floor)\n",

@@ -13,6 +13,7 @@
 #include "kernels/gpu/reconstruct.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/wgmma.cuh"
+#include "kernels/gpu/wgmma_operands.hpp"
 #include "tests/bench/bench_random.cuh"
 #include "tests/bench/clocked_run.cuh"
 
@@ -23,12 +24,13 @@ using gpu::detail::kWarpgroupThreads;
 
 constexpr uint32_t kConsumers = 2;
 constexpr uint32_t kThreads = kConsumers * kWarpgroupThreads + 32;  // and the producer warp
-// A stage as the kernel's: three 8 KiB blocks (upper US, lower US, V), each a big and a small
-// FP16 part of 128 rows x 16 values.
-constexpr uint32_t kPartBytes = 128 * 16 * 2;
-constexpr uint32_t kBlockBytes = 2 * kPartBytes;
+// A stage as the kernel's stacked pair: three blocks in the operands' layout (upper US, lower US,
+// V), each a k-step of a 128-row tile: k 0-7 then k 8-15, each half the big part's core matrices,
+// then the small part's.
+using Layout = gpu::WgmmaOperandLayout;
+constexpr auto kBlockBytes = static_cast<uint32_t>(Layout::kStepBytes);
 constexpr uint32_t kStageBytes = 3 * kBlockBytes;
-constexpr uint32_t kStagingBytes = 128 * 128;  // a consumer's 128 x 128 bytes
+constexpr uint32_t kStagingBytes = 128 * 128;  // a consumer's 128 x 128 bytes (not pitched)
 
 template <uint32_t kStages>
 constexpr std::size_t kSharedBytes = std::size_t{kStages} * kStageBytes +
@@ -38,7 +40,10 @@ constexpr std::size_t kSharedBytes = std::size_t{kStages} * kStageBytes +
 
 using gpu::detail::WgmmaAccumulators;
 
-constexpr uint32_t kSecondRowsBytes = kPartBytes / 2;  // the lower 64 rows of a part
+constexpr auto kPartBytes = static_cast<uint32_t>(Layout::kPartBytes);  // small after big
+constexpr auto kHalfStepBytes = static_cast<uint32_t>(Layout::kHalfStepBytes);
+// The second 64 rows of a part: 8 row groups of one core matrix further.
+constexpr uint32_t kSecondRowsBytes = gpu::detail::kWgmmaRows / 8 * gpu::detail::kCoreMatrixBytes;
 // The kernel's stagger: consumer 1 starts once consumer 0 has issued this many steps (named
 // barrier kStaggerBarrier; reconstruct_fused_wgmma.cu, stagger_steps() + 1 with 5 stages).
 constexpr uint32_t kLeadSteps = 3;
@@ -60,28 +65,35 @@ __device__ __forceinline__ uint32_t random_f16_pair(uint64_t index) {
          kTwoToMinus10;
 }
 
-// One consumer's six wgmmas of a step: the three products on its upper and lower 64 rows.
-__device__ __forceinline__ void multiply(uint32_t stage_address, uint32_t consumer, bool accumulate,
-                                         WgmmaAccumulators& top, WgmmaAccumulators& bottom) {
-  constexpr uint32_t kLeading = gpu::detail::kKStepLeadingBytes;
-  constexpr uint32_t kStride = gpu::detail::kKStepStrideBytes;
-  const auto descriptor = [](uint32_t address) {
-    constexpr uint32_t kFieldMask = 0x3FFF;
-    return uint64_t{(address >> 4) & kFieldMask} | uint64_t{kLeading >> 4} << 16 |
-           uint64_t{kStride >> 4} << 32;
-  };
-  const uint32_t us = stage_address + consumer * kBlockBytes;
-  const uint32_t v = stage_address + 2 * kBlockBytes;
-  gpu::detail::fence_wgmma_operands();
-  gpu::detail::wgmma_f16(top, descriptor(us + kPartBytes), descriptor(v), accumulate);
-  gpu::detail::wgmma_f16(top, descriptor(us), descriptor(v + kPartBytes), true);
-  gpu::detail::wgmma_f16(top, descriptor(us), descriptor(v), true);
-  const uint32_t lower = us + kSecondRowsBytes;
-  gpu::detail::wgmma_f16(bottom, descriptor(lower + kPartBytes), descriptor(v), accumulate);
-  gpu::detail::wgmma_f16(bottom, descriptor(lower), descriptor(v + kPartBytes), true);
-  gpu::detail::wgmma_f16(bottom, descriptor(lower), descriptor(v), true);
-  gpu::detail::commit_wgmma_group();
-}
+// The descriptors of the ring's first stage (the kernel's StageOperands): k 8-15 a half step
+// further, the next 8 rows a core matrix further.
+struct StageOperands {
+  uint64_t big;
+  uint64_t small;
+
+  __device__ __forceinline__ explicit StageOperands(const unsigned char* stages)
+      : big(gpu::detail::wgmma_descriptor(stages, kHalfStepBytes, gpu::detail::kCoreMatrixBytes)),
+        small(gpu::detail::wgmma_descriptor(stages + kPartBytes, kHalfStepBytes,
+                                            gpu::detail::kCoreMatrixBytes)) {}
+
+  // One consumer's six wgmmas of a step, in the kernel's order: the three products on its upper
+  // 64 rows, then on its lower 64 (descriptor fields count 16 bytes).
+  __device__ __forceinline__ void multiply(uint32_t stage, uint32_t consumer, bool accumulate,
+                                           WgmmaAccumulators& top,
+                                           WgmmaAccumulators& bottom) const {
+    const uint64_t us = (stage * kStageBytes + consumer * kBlockBytes) >> 4;
+    const uint64_t v = (stage * kStageBytes + 2 * kBlockBytes) >> 4;
+    constexpr uint64_t kBottom = kSecondRowsBytes >> 4;
+    gpu::detail::fence_wgmma_operands();
+    gpu::detail::wgmma_f16(top, small + us, big + v, accumulate);
+    gpu::detail::wgmma_f16(top, big + us, small + v, true);
+    gpu::detail::wgmma_f16(top, big + us, big + v, true);
+    gpu::detail::wgmma_f16(bottom, small + us + kBottom, big + v, accumulate);
+    gpu::detail::wgmma_f16(bottom, big + us + kBottom, small + v, true);
+    gpu::detail::wgmma_f16(bottom, big + us + kBottom, big + v, true);
+    gpu::detail::commit_wgmma_group();
+  }
+};
 
 // The kernel's rounding of a set of accumulators into bytes of the staging tile.
 __device__ __forceinline__ void round_into(const WgmmaAccumulators& d, unsigned char* staging,
@@ -128,10 +140,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
-  const auto shared_base = static_cast<uint32_t>(__cvta_generic_to_shared(shared));
+  const StageOperands operands(shared);
   unsigned char* const staging = shared + kStages * kStageBytes + consumer * kStagingBytes;
-  WgmmaAccumulators top;
-  WgmmaAccumulators bottom;
+  WgmmaAccumulators top = {};  // defined before the first wgmma reads them (scale-d 0)
+  WgmmaAccumulators bottom = {};
   if (consumer == 1) wait_for_the_leader();
   bool follower_released = consumer == 1;
   uint32_t step = 0;
@@ -142,7 +154,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (; step < channel_end; ++step) {
       const bool accumulate = step != channel_start;
       gpu::detail::wait_barrier(&full[step % kStages], step / kStages % 2);
-      multiply(shared_base + step % kStages * kStageBytes, consumer, accumulate, top, bottom);
+      operands.multiply(step % kStages, consumer, accumulate, top, bottom);
       if (!follower_released && step + 1 == kLeadSteps) {
         release_the_follower();
         follower_released = true;

@@ -12,6 +12,8 @@ build=build-portable
 file=kernels/gpu/reconstruct_fused_rows.cu
 stage=/tmp/svdserve-quick-24/svdserve/bin
 rm -rf "$stage" && mkdir -p "$stage"
+# The trap below restores the kernel file from HEAD: refuse to run over uncommitted edits to it.
+git diff --quiet HEAD -- $file || { echo "$file has uncommitted changes" >&2; exit 1; }
 git apply docs/experiments/session-24/rows-switches.patch
 cp $file /tmp/rows-kernel.cu
 restore() { git checkout HEAD -- $file; }
