@@ -217,8 +217,9 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
     }
     return;
   }
-  // Not initialised: a step's first wgmma of each set overwrites (scale-d 0 at step 0), as in the
-  // kernel, where a register definition between the wgmmas would make ptxas serialise them.
+  // Not initialised: a channel's first wgmma of each set overwrites (scale-d 0). In this
+  // program's first form, zeroing them in a loop made ptxas serialise the wgmmas (C7515); the
+  // kernel and tests/bench/wgmma_loop_alone.cu define them once with = {}, which does not.
   float d0[64], d1[64];
   if constexpr (kPattern == peak128) {
     const uint64_t a = desc(base), b = desc(base + kPartBytes);
