@@ -144,6 +144,10 @@ enum Pattern : int {
   pair128e4 = 8,   // ... every 4 steps (k = 64)
   half128e16 = 9,  // 64-row tiles: a consumer's 3 wgmmas a step on one set, 16 KiB stages
   half128e4 = 10,  //   [US of both consumers | V], rounding 64 accumulators (call 10)
+  pair128e20 = 11,   // pair128e16 with a rounding every 20 steps (call 15)
+  pair128e10 = 12,   // ... every 10 steps
+  pair128e16i = 13,  // pair128e16 with the stage and parity kept as counters, not step % stages
+  pair128e4i = 14,   // ... every 4 steps
 };
 
 struct Clock {
@@ -178,16 +182,20 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
                                                           int lead) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ uint64_t full[kStages], empty[kStages];
+  constexpr bool kIncremental = kPattern == pair128e16i || kPattern == pair128e4i;
   constexpr bool kHandshake = kPattern == pair128b || kPattern == wide256b ||
                               kPattern == pair128b2 || kPattern == pair128e16 ||
-                              kPattern == pair128e4 || kHalf<kPattern>;
+                              kPattern == pair128e4 || kHalf<kPattern> || kPattern >= pair128e20;
   constexpr bool kAllArrive = kPattern == pair128b2;
   // Steps between epilogues (0: none). The epilogue: wait for the wgmmas, then round the 128
   // accumulators into bytes of a staging tile (FFMA.SAT, FADD.RM, IMNMX, STS.U8 each), as main's
   // rounding does; consumer 1 runs 3 steps behind in its channel (main's stagger).
-  constexpr uint32_t kEvery = (kPattern == pair128e16 || kPattern == half128e16) ? 16
-                              : (kPattern == pair128e4 || kPattern == half128e4) ? 4
-                                                                                  : 0;
+  constexpr uint32_t kEvery =
+      (kPattern == pair128e16 || kPattern == half128e16 || kPattern == pair128e16i) ? 16
+      : (kPattern == pair128e4 || kPattern == half128e4 || kPattern == pair128e4i)  ? 4
+      : kPattern == pair128e20                                                      ? 20
+      : kPattern == pair128e10                                                      ? 10
+                                                                                    : 0;
   constexpr uint32_t kStageSize = kPatternStageBytes<kPattern>;
   constexpr bool kWide = kPattern == wide256 || kPattern == wide256b;
   const uint32_t words = kSharedBytes<kPattern> / 4;
@@ -209,10 +217,20 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
   if (kPattern == single128 && warpgroup == 1) return;
   if (warpgroup == 2) {  // the producer warp (threads 256-287)
     if (kHandshake && threadIdx.x == 256) {
+      uint32_t stage = 0, phase = 0;
       for (uint32_t s = 0; s < steps; ++s) {
-        const uint32_t stage = s % kStages;
-        bar_wait(&empty[stage], ((s / kStages) & 1U) ^ 1U);
+        if constexpr (!kIncremental) {
+          stage = s % kStages;
+          phase = (s / kStages) & 1U;
+        }
+        bar_wait(&empty[stage], phase ^ 1U);
         bar_arrive(&full[stage]);
+        if constexpr (kIncremental) {
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1U;
+          }
+        }
       }
     }
     return;
@@ -243,12 +261,21 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
     uint32_t length = kEvery == 0 ? steps : (lead < 0 && warpgroup == 1) ? 3 : kEvery;
     if (lead > 0 && warpgroup == 1) asm volatile("bar.sync 1, 256;" ::: "memory");
     bool released = lead <= 0;
+    uint32_t next_stage = 0, next_phase = 0, previous_stage = 0;  // kIncremental's counters
     while (s < steps) {
       const uint32_t n = min(length, steps - s);
 #pragma unroll 1
       for (uint32_t i = 0; i < n; ++i, ++s) {
-        const uint32_t stage = s % kStages;
-        if constexpr (kHandshake) bar_wait(&full[stage], (s / kStages) & 1U);
+        const uint32_t stage = kIncremental ? next_stage : s % kStages;
+        const uint32_t phase = kIncremental ? next_phase : (s / kStages) & 1U;
+        if constexpr (kIncremental) {
+          previous_stage = stage;
+          if (++next_stage == kStages) {
+            next_stage = 0;
+            next_phase ^= 1U;
+          }
+        }
+        if constexpr (kHandshake) bar_wait(&full[stage], phase);
         const uint32_t st = base + stage * kStageSize;
         fence();
         if constexpr (kHalf<kPattern>) {
@@ -283,11 +310,15 @@ __global__ void __launch_bounds__(288, kPattern == peak128 ? 2 : 1) shapes_kerne
         }
         if (i != 0) {
           wait<1>();
-          if (kHandshake && elected) bar_arrive(&empty[(s - 1) % kStages]);
+          const uint32_t before = kIncremental ? (stage == 0 ? kStages - 1 : stage - 1)
+                                               : (s - 1) % kStages;
+          if (kHandshake && elected) bar_arrive(&empty[before]);
         }
       }
       wait<0>();
-      if (kHandshake && elected) bar_arrive(&empty[(s - 1) % kStages]);
+      if (kHandshake && elected) {
+        bar_arrive(&empty[kIncremental ? previous_stage : (s - 1) % kStages]);
+      }
       for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d0[i]), "+f"(d1[i])::"memory");
       if constexpr (kEvery != 0) {
         unsigned char* staging = smem + kStages * kStageSize + warpgroup * 16384;
@@ -348,7 +379,7 @@ void run(const char* name, int sms, uint32_t steps, int lead = -1) {
       best_ghz = double(c.cycles[1] - c.cycles[0]) / double(c.ns[1] - c.ns[0]);
     }
   }
-  std::printf("%-10s %8.1f TFLOP/s  SM clock %.3f GHz  (%.0f FLOP/clock/SM)\n", name, best, best_ghz,
+  std::printf("%-11s %8.1f TFLOP/s  SM clock %.3f GHz  (%.0f FLOP/clock/SM)\n", name, best, best_ghz,
               best * 1e12 / (best_ghz * 1e9) / sms);
   CHECK(cudaFree(out));
   CHECK(cudaFree(clock));
@@ -358,6 +389,17 @@ int main(int argc, char** argv) {
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const uint32_t steps = argc > 1 ? std::atoi(argv[1]) : 20000;
+  if (argc > 2 && std::strcmp(argv[2], "x") == 0) {  // call 15: channel lengths, counters
+    for (int round = 0; round < 2; ++round) {
+      run<pair128e16>("pair128e16", sms, steps, 3);
+      run<pair128e20>("pair128e20", sms, steps, 3);
+      run<pair128e10>("pair128e10", sms, steps, 3);
+      run<pair128e4>("pair128e4", sms, steps, 3);
+      run<pair128e16i>("pair128e16i", sms, steps, 3);
+      run<pair128e4i>("pair128e4i", sms, steps, 3);
+    }
+    return 0;
+  }
   if (argc > 2) {  // wgmma_shapes STEPS LEAD...: the rounding patterns with the kernel's stagger
     for (int round = 0; round < 2; ++round) {
       for (int i = 2; i < argc; ++i) {
