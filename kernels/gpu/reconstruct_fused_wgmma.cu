@@ -61,6 +61,7 @@
 #include "kernels/gpu/reconstruct_fused_variants.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
 #include "kernels/gpu/reconstruct_tile_pipeline.cuh"
+#include "kernels/gpu/ring_position.cuh"
 #include "kernels/gpu/tensor_store.cuh"
 #include "kernels/gpu/wgmma_operands.hpp"
 #include "kernels/gpu/wgmma.cuh"
@@ -234,12 +235,12 @@ struct Ring {
   uint64_t* full;
   uint64_t* empty;
 
-  __device__ __forceinline__ uint32_t stage(uint32_t step) const { return step % kStages; }
-  __device__ __forceinline__ uint32_t parity(uint32_t step) const { return step / kStages % 2; }
-  __device__ __forceinline__ unsigned char* at(uint32_t step) const {
-    return stages + stage(step) * kStageBytes;
+  __device__ __forceinline__ unsigned char* at(uint32_t stage) const {
+    return stages + stage * kStageBytes;
   }
 };
+
+using detail::RingPosition;
 
 // The producer: each pair's k-steps, channel by channel, into the ring, each stage once both
 // consumers handed it back. A tile past the image gets no block of its own (its consumer does not
@@ -251,7 +252,7 @@ __device__ __forceinline__ void produce(const Ring<kStages>& ring, const Reconst
                                         const PairGrid& grid) {
   constexpr uint32_t kCopyBytes = kFirstHalves ? kHalfStepBytes : kStepBytes;
   constexpr uint32_t kSlots = 3;
-  uint32_t step = 0;
+  RingPosition<kStages> position;
 #pragma unroll 1
   for (uint32_t p = blockIdx.x; p < pairs; p += gridDim.x) {
     const PairWork work(tasks, p, grid);
@@ -273,11 +274,11 @@ __device__ __forceinline__ void produce(const Ring<kStages>& ring, const Reconst
           work.side_by_side ? v : operands + layout.us_offset(channel, second_row, 0),
           work.side_by_side ? operands + layout.v_offset(channel, second_col, 0) : v};
 #pragma unroll 1
-      for (uint32_t slice = 0; slice < work.slices; ++slice, ++step) {
-        uint64_t* const full = ring.full + ring.stage(step);
-        unsigned char* const stage = ring.at(step);
+      for (uint32_t slice = 0; slice < work.slices; ++slice, position.advance()) {
+        uint64_t* const full = ring.full + position.stage;
+        unsigned char* const stage = ring.at(position.stage);
         // A fresh barrier's "previous phase" counts as complete: the first round does not wait.
-        detail::wait_barrier(ring.empty + ring.stage(step), ring.parity(step) ^ 1U);
+        detail::wait_barrier(ring.empty + position.stage, position.parity ^ 1U);
         detail::arrive_expecting(full, (skipped == kSlots ? 3 : 2) * kCopyBytes);
         const uint32_t offset = slice * kStepBytes;
 #pragma unroll
@@ -483,7 +484,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Set once (the asm reads them); each channel's first wgmmas then overwrite them.
   detail::WgmmaAccumulators top = {};
   detail::WgmmaAccumulators bottom = {};
-  uint32_t step = 0;
+  uint32_t step = 0;  // steps taken, for the stagger
+  RingPosition<kStages> position;
+  uint32_t previous_stage = 0;  // the last step's stage, handed back after the next step's wgmmas
   bool staging_read = false;  // an earlier tile's copy-out may still read the staging
   bool follower_released = consumer != 0;
   const ReconstructTask* acquired = nullptr;  // the task whose map this thread acquired last
@@ -511,16 +514,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll 1
     for (uint32_t channel = 0; channel < kChannels; ++channel) {
 #pragma unroll 1
-      for (uint32_t slice = 0; slice < work.slices; ++slice, ++step) {
-        detail::wait_barrier(ring.full + ring.stage(step), ring.parity(step));
+      for (uint32_t slice = 0; slice < work.slices; ++slice, ++step, position.advance()) {
+        const uint32_t stage = position.stage;
+        detail::wait_barrier(ring.full + stage, position.parity);
         const uint32_t k0 = slice * kDepth;
         if (in_image) {
           if (kFirstHalves || rank < k0 + kDepth) {  // the channel's one step past the rank
-            zero_k_from(ring.at(step) + work.own_slot(consumer) * kStepBytes, thread, rank - k0);
+            zero_k_from(ring.at(stage) + work.own_slot(consumer) * kStepBytes, thread, rank - k0);
             sync_consumer(consumer);
           }
-          const uint32_t us_shift = operands.shift(ring.stage(step), work.us_slot(consumer));
-          const uint32_t v_shift = operands.shift(ring.stage(step), work.v_slot(consumer));
+          const uint32_t us_shift = operands.shift(stage, work.us_slot(consumer));
+          const uint32_t v_shift = operands.shift(stage, work.v_slot(consumer));
           if (bottom_in_image) {
             operands.template multiply<true>(us_shift, v_shift, slice != 0, top, bottom);
           } else {
@@ -533,11 +537,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         if (slice != 0) {
           detail::wait_wgmma<1>();  // the previous step's wgmmas: its stage is free
-          if (thread == 0) detail::arrive(ring.empty + ring.stage(step - 1));
+          if (thread == 0) detail::arrive(ring.empty + previous_stage);
         }
+        previous_stage = stage;
       }
       detail::wait_wgmma<0>();
-      if (thread == 0) detail::arrive(ring.empty + ring.stage(step - 1));
+      if (thread == 0) detail::arrive(ring.empty + previous_stage);
       detail::pin_accumulators(top);
       detail::pin_accumulators(bottom);
 

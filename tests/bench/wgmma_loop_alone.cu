@@ -12,6 +12,7 @@
 #include "kernels/gpu/named_barrier.cuh"
 #include "kernels/gpu/reconstruct.hpp"
 #include "kernels/gpu/reconstruct_tile_io.cuh"
+#include "kernels/gpu/ring_position.cuh"
 #include "kernels/gpu/wgmma.cuh"
 #include "kernels/gpu/wgmma_operands.hpp"
 #include "tests/bench/bench_random.cuh"
@@ -38,6 +39,7 @@ constexpr std::size_t kSharedBytes = std::size_t{kStages} * kStageBytes +
 
 #if SVDSERVE_HAS_WGMMA
 
+using gpu::detail::RingPosition;
 using gpu::detail::WgmmaAccumulators;
 
 constexpr auto kPartBytes = static_cast<uint32_t>(Layout::kPartBytes);  // small after big
@@ -133,9 +135,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t thread = threadIdx.x % kWarpgroupThreads;
   if (consumer == kConsumers) {  // the producer: hands out every stage again once it is free
     if (thread == 0) {
-      for (uint32_t s = 0; s < steps; ++s) {
-        gpu::detail::wait_barrier(&empty[s % kStages], (s / kStages % 2) ^ 1U);
-        gpu::detail::arrive(&full[s % kStages]);
+      RingPosition<kStages> position;
+      for (uint32_t s = 0; s < steps; ++s, position.advance()) {
+        gpu::detail::wait_barrier(&empty[position.stage], position.parity ^ 1U);
+        gpu::detail::arrive(&full[position.stage]);
       }
     }
     return;
@@ -147,25 +150,29 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (consumer == 1) wait_for_the_leader();
   bool follower_released = consumer == 1;
   uint32_t step = 0;
+  RingPosition<kStages> position;
+  uint32_t previous_stage = 0;
   while (step < steps) {
     const uint32_t channel_start = step;
     const uint32_t channel_end = min(steps, step + channel_steps);
 #pragma unroll 1
-    for (; step < channel_end; ++step) {
+    for (; step < channel_end; ++step, position.advance()) {
       const bool accumulate = step != channel_start;
-      gpu::detail::wait_barrier(&full[step % kStages], step / kStages % 2);
-      operands.multiply(step % kStages, consumer, accumulate, top, bottom);
+      const uint32_t stage = position.stage;
+      gpu::detail::wait_barrier(&full[stage], position.parity);
+      operands.multiply(stage, consumer, accumulate, top, bottom);
       if (!follower_released && step + 1 == kLeadSteps) {
         release_the_follower();
         follower_released = true;
       }
       if (accumulate) {
         gpu::detail::wait_wgmma<1>();  // the previous step's wgmmas: its stage is free
-        if (thread == 0) gpu::detail::arrive(&empty[(step - 1) % kStages]);
+        if (thread == 0) gpu::detail::arrive(&empty[previous_stage]);
       }
+      previous_stage = stage;
     }
     gpu::detail::wait_wgmma<0>();
-    if (thread == 0) gpu::detail::arrive(&empty[(step - 1) % kStages]);
+    if (thread == 0) gpu::detail::arrive(&empty[previous_stage]);
     gpu::detail::pin_accumulators(top);
     gpu::detail::pin_accumulators(bottom);
     round_into(top, staging, thread);
