@@ -4,7 +4,7 @@
 # main (the bundle's benchmark): its GPU kernel tests, then both full kernel benchmarks
 # alternating, $tables rounds (3).
 #   call 13: NAME=pow2 BUNDLE=quick24c.tar.xz (ring-pow2.patch: 4 stages with 3 channels)
-#   call 16: NAME=ctr BUNDLE=quick24e.tar.xz (the ring's position as counters, 5 stages: d1e0a5c)
+#   call 16: NAME=ctr BUNDLE=quick24e.tar.xz (the ring's position as counters, 5 stages: d871780)
 set -u
 mkdir -p /tmp/m /tmp/q
 tar -C /tmp/m -xJf bundle/svdserve.tar.xz
