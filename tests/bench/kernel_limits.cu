@@ -144,13 +144,12 @@ __device__ __forceinline__ uint32_t peak_operand(uint32_t index, PeakOperands ki
                                                  WgmmaArithmetic arithmetic) {
   constexpr uint32_t kTf32TwoToMinus10 = 0x3A800000;
   constexpr uint32_t kTf32SignAndMantissa = 0x807FFFFF;
-  constexpr uint32_t kF16PairTwoToMinus10 = 0x14001400;
-  constexpr uint32_t kF16PairSignAndMantissa = 0x83FF83FF;
+  constexpr uint64_t kSeed = 12345;
   const bool f16 = arithmetic == WgmmaArithmetic::f16;
-  const uint32_t two_to_minus_10 = f16 ? kF16PairTwoToMinus10 : kTf32TwoToMinus10;
-  if (kind == PeakOperands::constant) return two_to_minus_10;
-  const auto bits = static_cast<uint32_t>(splitmix64(index, /*seed=*/12345));
-  return (bits & (f16 ? kF16PairSignAndMantissa : kTf32SignAndMantissa)) | two_to_minus_10;
+  if (kind == PeakOperands::constant) return f16 ? kF16PairTwoToMinus10 : kTf32TwoToMinus10;
+  if (f16) return random_f16_pair(index, kSeed);
+  const auto bits = static_cast<uint32_t>(splitmix64(index, kSeed));
+  return (bits & kTf32SignAndMantissa) | kTf32TwoToMinus10;
 }
 
 #endif

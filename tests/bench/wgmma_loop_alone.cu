@@ -59,14 +59,6 @@ __device__ __forceinline__ void release_the_follower() {
   gpu::detail::arrive_named_barrier<kConsumers * kWarpgroupThreads>(kStaggerBarrier);
 }
 
-// Two values of 2^-10 with random signs and mantissas in one word, different in every stage.
-__device__ __forceinline__ uint32_t random_f16_pair(uint64_t index) {
-  constexpr uint32_t kTwoToMinus10 = 0x14001400;
-  constexpr uint32_t kSignAndMantissa = 0x83FF83FF;
-  return (static_cast<uint32_t>(splitmix64(index, /*seed=*/2024)) & kSignAndMantissa) |
-         kTwoToMinus10;
-}
-
 // The descriptors of the ring's first stage (the kernel's StageOperands): k 8-15 a half step
 // further, the next 8 rows a core matrix further.
 struct StageOperands {
@@ -119,7 +111,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   __shared__ uint64_t empty[kStages];
   const auto words = static_cast<uint32_t>(kStages * kStageBytes / 4);
   for (uint32_t i = threadIdx.x; i < words; i += blockDim.x) {
-    reinterpret_cast<uint32_t*>(shared)[i] = random_f16_pair(uint64_t{blockIdx.x} * words + i);
+    // Different in every stage and block.
+    reinterpret_cast<uint32_t*>(shared)[i] =
+        random_f16_pair(uint64_t{blockIdx.x} * words + i, /*seed=*/2024);
   }
   if (threadIdx.x == 0) {
     for (uint32_t s = 0; s < kStages; ++s) {
