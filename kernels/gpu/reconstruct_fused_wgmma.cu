@@ -417,7 +417,12 @@ __device__ __forceinline__ uint32_t column_of(uint32_t j, uint32_t e) {
 }
 static_assert(wgmma_column_of(8 * 3 + 2 * 1 + 1) == 8 * 3 + 4 * 1 + 1);  // (j, t, e) = (3, 1, 1)
 
-// Rounds one 64-row half's accumulators into channel `channel` of the staging tile.
+// Rounds one 64-row half's accumulators into channel `channel` of the staging tile, by the
+// conversion instruction (round_to_u8_bits: FADD, F2I), not round_to_u8_packable's three
+// full-rate instructions. Why: a consumer rounds while the other's wgmmas run, and the tensor
+// cores lose time to every rounding instruction issued beside them (the loop alone loses ~1,200
+// cycles a channel with the rounding, none with the drain alone); F2I's quarter rate does not
+// matter there. 1.02-1.04x at k = 64, 1.01x at k = 256 (session 25, docs/PERFORMANCE.md).
 template <typename OutputTile>
 __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulators& acc,
                                                    const OutputTile& tile, unsigned char* staging,
@@ -431,9 +436,8 @@ __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulato
     for (uint32_t j = 0; j < detail::kWgmmaCols / 8; ++j) {
 #pragma unroll
       for (uint32_t e = 0; e < 2; ++e) {
-        // STS.U8 stores the low byte; round_to_u8_packable leaves it there.
         stage_row[column_of(j, e) * kChannels] =
-            static_cast<uint8_t>(detail::round_to_u8_packable(acc[4 * j + 2 * half + e]));
+            static_cast<uint8_t>(detail::round_to_u8_bits(acc[4 * j + 2 * half + e]));
       }
     }
   }

@@ -95,7 +95,7 @@ __device__ __forceinline__ void round_into(const WgmmaAccumulators& d, unsigned 
 #pragma unroll
   for (uint32_t i = 0; i < gpu::detail::kWgmmaAccumulators; ++i) {
     staging[i * kWarpgroupThreads + thread] =
-        static_cast<unsigned char>(gpu::detail::round_to_u8_packable(d[i]));
+        static_cast<unsigned char>(gpu::detail::round_to_u8_bits(d[i]));
   }
 }
 
