@@ -303,9 +303,10 @@ void print_kernel_limits(const Limits& limits, bool quick, double mmas_per_produ
     const double peak_per_ghz = per_ghz(limits.f16_wgmma);
     for (const WgmmaLoop& loop : limits.wgmma_loops) {
       std::printf("FP16 wgmma, the wgmma variant's loop alone (not a floor; no copies or stores): "
-                  "%u stages, rounding every %u steps: %.2f TFLOP/s, SM clock %.3f GHz, %.1f%% of "
+                  "%u stages, %s every %u steps: %.2f TFLOP/s, SM clock %.3f GHz, %.1f%% of "
                   "the peak per clock\n",
-                  loop.stages, loop.channel_steps, loop.peak.tflops, loop.peak.sm_ghz,
+                  loop.stages, loop.rounds ? "rounding" : "draining (no rounding)",
+                  loop.channel_steps, loop.peak.tflops, loop.peak.sm_ghz,
                   peak_per_ghz > 0 ? 100.0 * per_ghz(loop.peak) / peak_per_ghz : 0.0);
     }
     std::printf("wgmma's floor:                 %.0f FP16 MMAs per product at %.2f TFLOP/s (the "

@@ -529,7 +529,9 @@ void write_json(const std::string& path, const std::string& device, const Limits
   for (std::size_t i = 0; i < limits.wgmma_loops.size(); ++i) {
     const WgmmaLoop& loop = limits.wgmma_loops[i];
     json << (i ? ", " : "") << "{\"stages\": " << loop.stages
-         << ", \"channel_steps\": " << loop.channel_steps << ", \"tflops\": " << loop.peak.tflops
+         << ", \"channel_steps\": " << loop.channel_steps
+         << ", \"rounds\": " << (loop.rounds ? "true" : "false")
+         << ", \"tflops\": " << loop.peak.tflops
          << ", \"sm_ghz\": " << loop.peak.sm_ghz << "}";
   }
   json << "]"

@@ -101,7 +101,7 @@ __device__ __forceinline__ void round_into(const WgmmaAccumulators& d, unsigned 
 
 #endif
 
-template <uint32_t kStages>
+template <uint32_t kStages, bool kRounds>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_loop_kernel(float* __restrict__ out, uint32_t steps, uint32_t channel_steps,
                       ClockSample* clock) {
@@ -167,10 +167,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     gpu::detail::wait_wgmma<0>();
     if (thread == 0) gpu::detail::arrive(&empty[previous_stage]);
-    gpu::detail::pin_accumulators(top);
-    gpu::detail::pin_accumulators(bottom);
-    round_into(top, staging, thread);
-    round_into(bottom, staging + kStagingBytes / 2, thread);
+    if constexpr (kRounds) {
+      gpu::detail::pin_accumulators(top);
+      gpu::detail::pin_accumulators(bottom);
+      round_into(top, staging, thread);
+      round_into(bottom, staging + kStagingBytes / 2, thread);
+    }
   }
   if (!follower_released) release_the_follower();  // fewer steps than the lead
   sample_clock(clock, 1);
@@ -186,11 +188,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <uint32_t kStages>
+template <uint32_t kStages, bool kRounds = true>
 WgmmaLoop measure(gpu::StreamView stream, int sms, uint32_t channel_steps) {
   constexpr uint32_t kSteps = 1U << 14;  // ~10 ms on an H100
   const auto blocks = static_cast<uint32_t>(sms);
-  SVDSERVE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_loop_kernel<kStages>,
+  SVDSERVE_CUDA_CHECK(cudaFuncSetAttribute(wgmma_loop_kernel<kStages, kRounds>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(kSharedBytes<kStages>)));
   gpu::DeviceBuffer out(std::size_t{blocks} * kThreads * sizeof(float));
@@ -198,10 +200,11 @@ WgmmaLoop measure(gpu::StreamView stream, int sms, uint32_t channel_steps) {
   constexpr double kWgmmasPerStep = 6;
   const double flops = kWgmmasPerStep * gpu::detail::kWgmmaF16Flops * kSteps * kConsumers * blocks;
   const Peak peak = fastest_run(stream, flops, clock.as<ClockSample>(), [&] {
-    wgmma_loop_kernel<kStages><<<blocks, kThreads, kSharedBytes<kStages>, stream.value()>>>(
-        out.as<float>(), kSteps, channel_steps, clock.as<ClockSample>());
+    wgmma_loop_kernel<kStages, kRounds>
+        <<<blocks, kThreads, kSharedBytes<kStages>, stream.value()>>>(
+            out.as<float>(), kSteps, channel_steps, clock.as<ClockSample>());
   });
-  return {kStages, channel_steps, peak};
+  return {kStages, channel_steps, kRounds, peak};
 }
 
 }  // namespace
@@ -214,7 +217,8 @@ std::vector<WgmmaLoop> measure_wgmma_loops_alone(gpu::StreamView stream, int sms
   constexpr uint32_t kSteps64 = 4;
   return {measure<kKernelStages>(stream, sms, kSteps256),
           measure<kKernelStages>(stream, sms, kSteps64),
-          measure<kDeepStages>(stream, sms, kSteps256)};
+          measure<kDeepStages>(stream, sms, kSteps256),
+          measure<kKernelStages, /*kRounds=*/false>(stream, sms, kSteps64)};
 }
 
 }  // namespace svdserve::bench
