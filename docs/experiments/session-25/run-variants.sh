@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# On the GPU host (device tool, carry ["bundle/svdserve.tar.xz" or LIBS=libs.tar.xz, "bundle/$BUNDLE"]), from the
-# repository root: variants of the wgmma kernel (tests_NAME and bench_NAME in $BUNDLE) against a
+# On the GPU host (device tool, carry ["bundle/svdserve.tar.xz", "bundle/$BUNDLE"], or with
+# LIBS=libs.tar.xz "bundle/libs.tar.xz" instead of the whole bundle), from the repository root:
+# variants of the wgmma kernel (tests_NAME and bench_NAME in $BUNDLE) against a
 # base (bench_$BASE): each variant's GPU kernel tests, then the full kernel benchmark of the base
 # and of each variant, alternating, $tables rounds (2). Session 24's run-ring.sh for several.
 #   call 5: BUNDLE=quick25b.tar.xz BASE=base NAMES="lead1 lead2" (the consumers' stagger)
