@@ -418,11 +418,12 @@ __device__ __forceinline__ uint32_t column_of(uint32_t j, uint32_t e) {
 static_assert(wgmma_column_of(8 * 3 + 2 * 1 + 1) == 8 * 3 + 4 * 1 + 1);  // (j, t, e) = (3, 1, 1)
 
 // Rounds one 64-row half's accumulators into channel `channel` of the staging tile, by the
-// conversion instruction (round_to_u8_bits: FADD, F2I), not round_to_u8_packable's three
-// full-rate instructions. Why: a consumer rounds while the other's wgmmas run, and the tensor
+// conversion instruction (round_to_u8_bits: FADD, F2I), not round_to_u8_packable's three full-
+// or half-rate instructions. Why: a consumer rounds while the other's wgmmas run, and the tensor
 // cores lose time to every rounding instruction issued beside them (the loop alone loses ~1,200
-// cycles a channel with the rounding, none with the drain alone); F2I's quarter rate does not
-// matter there. 1.02-1.04x at k = 64, 1.01x at k = 256 (session 25, docs/PERFORMANCE.md).
+// cycles a channel with round_to_u8_packable, ~900 with this, none with the drain alone); F2I's
+// quarter rate does not matter there. 1.02x at k = 64 from 1024², 1.00-1.02x at k = 256
+// (session 25, docs/PERFORMANCE.md).
 template <typename OutputTile>
 __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulators& acc,
                                                    const OutputTile& tile, unsigned char* staging,

@@ -17,8 +17,9 @@
 //     6-13: the %fl_wg32 column holds wgmma's time against that floor, for comparison;
 //   - not a floor: the wgmma variant's loop alone (wgmma_loop_alone.hpp: its two consumers'
 //     wgmmas over a ring with its barriers and its rounding every channel, no copies or stores),
-//     at k = 256 and 64 with its 5 stages and at k = 256 with 8; per clock against the peak, it
-//     says how much of the variant's distance to its floor the loop's own structure accounts for;
+//     at k = 256 and 64 with its 5 stages and at k = 256 with 8, and at k = 64 draining without
+//     rounding (what the rounding costs); per clock against the peak, it says how much of the
+//     variant's distance to its floor the loop's own structure accounts for;
 //   - not a floor: cuBLAS's FP16 GEMM (FP32 accumulation), square 8192^3, and per row at the wgmma
 //     variant's MMA shape, h x w x 3k per image and channel, at ranks that are multiples of 16
 //     (f16_gemm_reference.hpp): how close the library's own GEMM on the variant's arithmetic
