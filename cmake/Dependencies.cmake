@@ -18,7 +18,7 @@ endif()
 find_package(prometheus-cpp CONFIG REQUIRED)
 
 # LAPACK and BLAS for the CPU backend: OpenBLAS is both, multithreaded and far faster than the
-# reference implementation (measured in docs/PERFORMANCE.md).
+# reference implementation (measured in docs/performance-log.md).
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 find_package(LAPACK REQUIRED)

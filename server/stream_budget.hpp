@@ -5,7 +5,7 @@
 // but many streams together would still fill the compute queue (their items then fail with
 // RESOURCE_EXHAUSTED) or the pool (answers spill to ordinary memory, whose device-to-host copies
 // are slow: 64 streams of 4 items at 1024^2 gave 1,247 items/s on the H100 without this budget,
-// 2,326 with it; docs/PERFORMANCE.md). An answer stops counting against the queue's share when
+// 2,326 with it; docs/performance-log.md). An answer stops counting against the queue's share when
 // it is computed, so clients that read slowly hold pool bytes, not queue places.
 //
 // A stream that holds answers and finds the budget spent stops reading requests (gRPC flow

@@ -4,7 +4,7 @@
 // wgmma kernel will read them (an sm_90 device, fused path), the same factors as its operands
 // (wgmma_operands.hpp) after it: US's and V's bytes again (V as two FP16 parts), so on an H100
 // an image holds about 2x the canonical bytes (the price of a faster reconstruction; see
-// docs/PERFORMANCE.md). An image whose values are too large for FP16 operands
+// docs/performance-log.md). An image whose values are too large for FP16 operands
 // (wgmma_operand_exponent) has none, and reconstructs on the tensor variant. bytes_resident()
 // counts both.
 

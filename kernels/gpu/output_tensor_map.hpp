@@ -14,7 +14,7 @@
 // (session 21): the pitch puts a warp's eight rows in eight bank groups just as the swizzle does,
 // but each thread's byte offsets are then constants from one base, so a value costs its rounding
 // and one store instead of also an address of six instructions per four values; at k = 16 the
-// kernel's time follows its instruction count (docs/PERFORMANCE.md, session 22).
+// kernel's time follows its instruction count (docs/performance-log.md, session 22).
 // A last, partial tile column is outside the map; the kernel's threads store it.
 //
 // The map is encoded on the host (cuTensorMapEncodeTiled, through the runtime's driver entry

@@ -237,7 +237,7 @@ const char* fused_variant_name(FusedVariant variant) noexcept {
   return "unknown";
 }
 
-// From the H100 runs of svdserve_reconstruct_bench (docs/PERFORMANCE.md, "Kernel"): rows is the
+// From the H100 runs of svdserve_reconstruct_bench (docs/performance-log.md, "Kernel"): rows is the
 // fastest u8 variant at k = 1 (81-92 % of the floor against tile128's 56-68 %), but only rank 1
 // has its fast path (factors in registers): at k = 2 it reaches 23-27 %, tile128 53-63 %. tensor
 // ties tile128 at k = 6 (within 6 % either way over the five sizes), is 6-13 % faster at k = 8,

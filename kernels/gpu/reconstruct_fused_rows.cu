@@ -25,7 +25,7 @@
 // kernel without its arithmetic wrote at 100 % of the floor: the arithmetic was the bound
 // (Nsight Compute: 8 instructions per value, 12 warps per SM, 1.5 instructions per cycle);
 // computing row by row from registers (128 registers, 16 warps) 77-87 %; at 96 registers and
-// 20 warps, two groups per warp: 81-92 % (docs/PERFORMANCE.md, "Kernel"). 80 registers (24 warps) spilled and fell to 58-62 %.
+// 20 warps, two groups per warp: 81-92 % (docs/performance-log.md, "Kernel"). 80 registers (24 warps) spilled and fell to 58-62 %.
 // Summation per output is k = 0, 1, ..., rank - 1, one fmaf each, from 0, like tile64 and
 // tile128: all variants give identical pixels.
 

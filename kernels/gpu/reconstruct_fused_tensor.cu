@@ -6,7 +6,7 @@
 // them, ~12 instructions per output value (rounding, staging, operand loads); it stays near 60 %
 // of the FMA peak at k >= 64 (cuBLAS SGEMM itself: 79 %). One mma.sync.m16n8k8 instruction does
 // 1,024 multiply-adds on the tensor cores, and the rounding and stores run on the other pipes.
-// docs/PERFORMANCE.md ("Reconstruction kernel") has the numbers and the variants measured and
+// docs/performance-log.md ("Reconstruction kernel") has the numbers and the variants measured and
 // not kept.
 //
 // Accuracy: TF32 keeps 10 of FP32's 23 mantissa bits, which would move a u8 pixel by a level in

@@ -40,7 +40,7 @@
 // Why: the kernel before it (sessions 8-18: two blocks of two warpgroups per SM, US in
 // registers split by the threads, a block barrier every k-step before thread 0 refilled the
 // ring) spent 0.73-0.78 of its time at k = 256 outside its MMAs, on that synchronisation
-// (docs/PERFORMANCE.md, session 15), and at small ranks each tile's chain of latencies (first
+// (docs/performance-log.md, session 15), and at small ranks each tile's chain of latencies (first
 // copies, drains, rounding, copy-out) was serial. This one ran 1.07-1.32x faster at k = 16,
 // 1.03-1.12x at k = 64 and 1.05-1.11x at k = 256 on the H100 (full benchmark, session 19).
 // Session 21's tensor-map stores: 1.06-1.12x at k = 64, as fast at k = 16 and 256; session 22's
@@ -304,7 +304,7 @@ __device__ __forceinline__ void sync_consumer(uint32_t consumer) {
 // whichever rounds, the other takes the tensor cores alone. A lead of three steps against none:
 // 1.18-1.28x at k = 16, 0.99-1.05x at k = 64, 0.96-1.01x at k = 256 (a lead of five, the whole
 // ring with 3 channels, leaves the leader nothing to prefetch: 1.03-1.09x at k = 16);
-// docs/PERFORMANCE.md, session 19.
+// docs/performance-log.md, session 19.
 // The lead is bounded by the ring: the producer cannot refill a stage the follower still holds,
 // so the leader waits for it.
 template <uint32_t kStages>
@@ -423,7 +423,7 @@ static_assert(wgmma_column_of(8 * 3 + 2 * 1 + 1) == 8 * 3 + 4 * 1 + 1);  // (j, 
 // cores lose time to every rounding instruction issued beside them (the loop alone loses ~1,200
 // cycles a channel with round_to_u8_packable, ~900 with this, none with the drain alone); F2I's
 // quarter rate does not matter there. 1.02x at k = 64 from 1024², 1.00-1.02x at k = 256
-// (session 25, docs/PERFORMANCE.md).
+// (session 25, docs/performance-log.md).
 template <typename OutputTile>
 __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulators& acc,
                                                    const OutputTile& tile, unsigned char* staging,
@@ -629,7 +629,7 @@ bool fused_wgmma_supported() noexcept {
 void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
                            const ImageShape& shape, uint32_t max_rank, StreamView stream) {
   // Up to rank 8 the steps copy k 0-7 only (wgmma_operands.hpp): 0.99-1.05x of session 13's TF32
-  // kernel at ranks 2-8 instead of 0.85-0.94x with whole steps (docs/PERFORMANCE.md, session 14).
+  // kernel at ranks 2-8 instead of 0.85-0.94x with whole steps (docs/performance-log.md, session 14).
   // A kernel of its own, so that its copy sizes and descriptors stay constants in the loop.
   const bool first_halves = max_rank <= kHalfStepMaxRank;
   const uint32_t pairs = PairGrid(shape.height, shape.width, !first_halves).per_task * count;

@@ -5,7 +5,7 @@
 // Why: with 3 channels the kernel's ring has 5 stages, and the division by 5 sat between a step's
 // barrier wait and its wgmmas. The loop alone ran 0.92x as fast with it as with these counters
 // (which come within 1-3 % of a ring of 4 or 8 stages, whose modulo is a mask); the kernel with
-// them 1.03-1.06x at k = 256 and 1.01-1.04x at k = 64 (session 24, docs/PERFORMANCE.md).
+// them 1.03-1.06x at k = 256 and 1.01-1.04x at k = 64 (session 24, docs/performance-log.md).
 
 #include <cstdint>
 

@@ -68,7 +68,7 @@ struct WgmmaOperandLayout {
 // in the natural order the four threads' bytes (two columns each, 3 channels) span 24 bytes and
 // the eight rows of a warp's byte store collided in the staging's banks (1.70 shared-memory
 // wavefronts a store, ncu, session 21); four adjacent pixels are at most 16 bytes (1.13
-// wavefronts a store; the kernel's time 0.95-1.07x, docs/PERFORMANCE.md, session 21).
+// wavefronts a store; the kernel's time 0.95-1.07x, docs/performance-log.md, session 21).
 [[nodiscard]] constexpr uint32_t wgmma_column_of(uint32_t slot) {
   return slot / 8 * 8 + slot % 2 * 4 + slot % 8 / 2;
 }

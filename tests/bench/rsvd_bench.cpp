@@ -50,7 +50,7 @@ constexpr int kBreakdownSolves = 5;
 constexpr int kDefaultJacobiToleranceExponent = 14;
 // Production options first (l = 96: 2-3 blocks per SM for the one-block kernels), then the
 // previous default (l = 128) and a middle sketch (l = 112). The H100 run that chose p32q4 also
-// measured Jacobi tolerance 1e-10 (no gain): docs/PERFORMANCE.md.
+// measured Jacobi tolerance 1e-10 (no gain): docs/performance-log.md.
 constexpr const char* kDefaultVariants = "p32q4,p64q3,p48q3";
 
 struct Variant {

@@ -1,6 +1,6 @@
 #pragma once
 // Not a floor: the wgmma variant's loop alone, to say how much of its distance to the MMA floor
-// the loop's own structure accounts for (session 24, docs/PERFORMANCE.md).
+// the loop's own structure accounts for (session 24, docs/performance-log.md).
 //
 // One block per SM of a producer warp and two consumer warpgroups, as in the kernel
 // (reconstruct_fused_wgmma.cu). Each consumer issues its six FP16 wgmmas a k-step (three

@@ -4,7 +4,7 @@
 #   main  6f9ba54 (before the session)              -> bench_main  (bundle/quick23.tar.xz, calls 1, 2, 4)
 #   side1 e7c3af9 (pairs' descriptors built per pair) -> bench_side1 (bundle/quick23b.tar.xz, call 3)
 #   side2 4cac3ec (descriptors built once; landed)    -> bench_side2 and tests_side2 (quick23b)
-# Calls 1, 2 and 4 took bench_new from the bundle of the commit named in docs/PERFORMANCE.md.
+# Calls 1, 2 and 4 took bench_new from the bundle of the commit named in docs/performance-log.md.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 build=build-portable
