@@ -8,7 +8,7 @@
 //  - Xgesvd (QR-based, LAPACK's algorithm: singular values accurate to fp32 roundoff of the
 //    largest) for any matrix that fails the check, and when asked for explicitly. gesvdj was
 //    tried first and measured less accurate on the H100 (largest singular value of photos off by
-//    1.5e-4 relative, full-rank reconstructions 3e-5): see docs/PERFORMANCE.md.
+//    1.5e-4 relative, full-rank reconstructions 3e-5): see docs/performance-log.md.
 //  - gesvdj (one-sided Jacobi, economy size) and Xgesvdr (randomized top-k) per matrix, as
 //    candidates for large single images; tests/bench/svd_bench.cpp compares them all.
 // Xgesvdp is deliberately absent: it returned wrong results on image-like fp32 matrices of 512^2

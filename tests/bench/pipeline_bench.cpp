@@ -2,7 +2,9 @@
 // pixels in host memory through the GPU backend's own path (stream pool, enqueue, completion
 // threads), with 1..8 streams, against the PCIe limit measured in the same run:
 //   limit images/s = pinned device-to-host GB/s / output bytes per image
-// (every output crosses PCIe once; nothing else does). Two kinds of output buffer:
+// (every output crosses PCIe once; nothing else does). The copy bandwidth is measured before and
+// after the pipeline runs and the limit takes the higher: one H100 run measured 47.7 GB/s at its
+// start against 55.2 in the runs beside it, and its pipeline then ran at 114 % of that "limit". Two kinds of output buffer:
 //   pinned:   the copy lands in the caller's page-locked buffer (no host copy at all);
 //   pageable: ordinary memory, as the gRPC server's response strings are: the copy goes to pinned
 //             staging and a completion thread copies it on.
@@ -179,8 +181,72 @@ class Runner {
 struct Row {
   uint32_t width, height, rank, streams, batch;
   std::string output;
-  double images_per_s, limit_images_per_s, speedup_vs_one_stream;
+  std::size_t image_bytes;
+  double images_per_s, speedup_vs_one_stream;
+  double limit_images_per_s = 0.0;  // set once the run's limit is known
 };
+
+// The two pipeline targets, judged per size and rank on pinned outputs: the best of N > 1
+// streams reaches 90 % of the PCIe limit, and it is 2x one stream. Nothing exceeds the limit, so
+// the second is bounded by 100 % / one stream's share of it ("most"); printed beside each row so
+// that a run shows whether a miss is the code's or that bound's.
+constexpr double kLimitTarget = 0.90;
+constexpr double kSpeedupTarget = 2.0;
+
+struct StreamsSummary {
+  const Row* one_stream;
+  const Row* best;  // the fastest of N > 1 streams
+  [[nodiscard]] double one_share() const {
+    return one_stream->images_per_s / one_stream->limit_images_per_s;
+  }
+  [[nodiscard]] double best_share() const { return best->images_per_s / best->limit_images_per_s; }
+  [[nodiscard]] double speedup() const { return best->images_per_s / one_stream->images_per_s; }
+  [[nodiscard]] double most_speedup() const { return 1.0 / one_share(); }
+};
+
+std::vector<StreamsSummary> summarise_pinned(const std::vector<Row>& rows) {
+  std::vector<StreamsSummary> summaries;
+  for (const Row& one : rows) {
+    if (one.output != "pinned" || one.streams != 1) continue;
+    const Row* best = nullptr;
+    for (const Row& row : rows) {
+      if (row.output == "pinned" && row.streams > 1 && row.width == one.width &&
+          row.height == one.height && row.rank == one.rank &&
+          (!best || row.images_per_s > best->images_per_s)) {
+        best = &row;
+      }
+    }
+    if (best) summaries.push_back({&one, best});
+  }
+  return summaries;
+}
+
+void print_targets(const std::vector<StreamsSummary>& summaries) {
+  if (summaries.empty()) return;
+  std::printf("\nsummary, pinned outputs (most: 100%% / one stream's share, the largest speed-up "
+              "the limit allows)\n%-10s %5s %9s %8s %9s %8s %8s\n",
+              "size", "rank", "1 stream", "best N", "of limit", "speedup", "most");
+  int below_limit = 0, below_speedup = 0;
+  double lowest_share = 1e9, lowest_of_most = 1e9, highest_of_most = 0.0;
+  for (const StreamsSummary& s : summaries) {
+    std::printf("%4ux%-5u %5u %8.1f%% %8u %8.1f%% %7.2fx %7.2fx\n", s.one_stream->width,
+                s.one_stream->height, s.one_stream->rank, 100.0 * s.one_share(), s.best->streams,
+                100.0 * s.best_share(), s.speedup(), s.most_speedup());
+    below_limit += s.best_share() < kLimitTarget;
+    below_speedup += s.speedup() < kSpeedupTarget;
+    lowest_share = std::min(lowest_share, s.best_share());
+    lowest_of_most = std::min(lowest_of_most, s.speedup() / s.most_speedup());
+    highest_of_most = std::max(highest_of_most, s.speedup() / s.most_speedup());
+  }
+  std::printf("target >= %.0f%% of the PCIe limit (best of N > 1 streams): %s (%d of %zu rows "
+              "below; lowest %.1f%%)\n",
+              100.0 * kLimitTarget, below_limit ? "MISSED" : "MET", below_limit, summaries.size(),
+              100.0 * lowest_share);
+  std::printf("target N streams >= %.0fx one stream: %s (%d of %zu rows below; speed-ups "
+              "%.2f-%.2fx of the most the limit allows)\n",
+              kSpeedupTarget, below_speedup ? "MISSED" : "MET", below_speedup, summaries.size(),
+              lowest_of_most, highest_of_most);
+}
 
 }  // namespace
 
@@ -189,8 +255,7 @@ int main(int argc, char** argv) {
   if (!args) return 1;
   const bool quick = args->quick;
   const std::string& json_path = args->json_path;
-  const double d2h = bench::pinned_d2h_gb_per_s();
-  std::printf("pinned D2H %.1f GB/s, pinned H2D %.1f GB/s\n", d2h, bench::pinned_h2d_gb_per_s());
+  const double d2h_before = bench::pinned_d2h_gb_per_s();
 
   const std::vector<ImageShape> shapes =
       quick ? std::vector<ImageShape>{{1024, 1024, kChannels}}
@@ -202,14 +267,11 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   gpu::DeviceMemoryPool pool(0, std::size_t{4} << 30);
 
-  std::printf("\n%-10s %5s %7s %6s %9s %12s %12s %9s %9s\n", "size", "rank", "streams", "batch",
-              "output", "images/s", "limit/s", "of limit", "vs 1 str");
   for (const ImageShape& shape : shapes) {
     const auto factors = random_factors(pool, shape);
     const std::size_t image_bytes = shape.values();
     // About 24 MB of output per batch: large copies, and several batches in flight still fit.
     const uint32_t batch = std::max<uint32_t>(1, static_cast<uint32_t>((24u << 20) / image_bytes));
-    const double limit = d2h * 1e9 / static_cast<double>(image_bytes);
     for (unsigned streams : stream_counts) {
       gpu::GpuBackendOptions options;
       options.streams = streams;
@@ -227,11 +289,7 @@ int main(int argc, char** argv) {
             }
           }
           rows.push_back({shape.width, shape.height, rank, streams, batch,
-                          pinned ? "pinned" : "pageable", rate, limit, speedup});
-          std::printf("%4ux%-5u %5u %7u %6u %9s %12.0f %12.0f %8.1f%% %8.2fx\n", shape.width,
-                      shape.height, rank, streams, batch, pinned ? "pinned" : "pageable", rate,
-                      limit, 100.0 * rate / limit, speedup);
-          std::fflush(stdout);
+                          pinned ? "pinned" : "pageable", image_bytes, rate, speedup});
         }
       }
       // The direct copy into pinned memory and the staged one must give the same bytes.
@@ -247,9 +305,28 @@ int main(int argc, char** argv) {
     }
   }
 
+  const double d2h_after = bench::pinned_d2h_gb_per_s();
+  const double d2h = std::max(d2h_before, d2h_after);
+  std::printf("pinned D2H %.1f GB/s before the pipeline, %.1f after (the limit: %.1f), pinned H2D "
+              "%.1f GB/s\n",
+              d2h_before, d2h_after, d2h, bench::pinned_h2d_gb_per_s());
+  std::printf("\n%-10s %5s %7s %6s %9s %12s %12s %9s %9s\n", "size", "rank", "streams", "batch",
+              "output", "images/s", "limit/s", "of limit", "vs 1 str");
+  for (Row& row : rows) {
+    row.limit_images_per_s = d2h * 1e9 / static_cast<double>(row.image_bytes);
+    std::printf("%4ux%-5u %5u %7u %6u %9s %12.0f %12.0f %8.1f%% %8.2fx\n", row.width, row.height,
+                row.rank, row.streams, row.batch, row.output.c_str(), row.images_per_s,
+                row.limit_images_per_s, 100.0 * row.images_per_s / row.limit_images_per_s,
+                row.speedup_vs_one_stream);
+  }
+  const std::vector<StreamsSummary> summaries = summarise_pinned(rows);
+  print_targets(summaries);
+
   if (!json_path.empty()) {
     std::ofstream json(json_path);
-    json << "{\"benchmark\": \"pipeline\", \"pinned_d2h_gb_per_s\": " << d2h << ", \"rows\": [";
+    json << "{\"benchmark\": \"pipeline\", \"pinned_d2h_gb_per_s\": " << d2h
+         << ", \"pinned_d2h_gb_per_s_before\": " << d2h_before
+         << ", \"pinned_d2h_gb_per_s_after\": " << d2h_after << ", \"rows\": [";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       json << (i ? "," : "") << "\n {\"width\": " << r.width << ", \"height\": " << r.height
@@ -259,6 +336,18 @@ int main(int argc, char** argv) {
            << ", \"limit_images_per_s\": " << r.limit_images_per_s
            << ", \"fraction_of_limit\": " << r.images_per_s / r.limit_images_per_s
            << ", \"speedup_vs_one_stream\": " << r.speedup_vs_one_stream << "}";
+    }
+    json << "\n], \"limit_target\": " << kLimitTarget << ", \"speedup_target\": "
+         << kSpeedupTarget << ", \"pinned_summary\": [";
+    for (std::size_t i = 0; i < summaries.size(); ++i) {
+      const StreamsSummary& s = summaries[i];
+      json << (i ? "," : "") << "\n {\"width\": " << s.one_stream->width
+           << ", \"height\": " << s.one_stream->height << ", \"rank\": " << s.one_stream->rank
+           << ", \"one_stream_fraction_of_limit\": " << s.one_share()
+           << ", \"best_streams\": " << s.best->streams
+           << ", \"best_fraction_of_limit\": " << s.best_share()
+           << ", \"speedup_vs_one_stream\": " << s.speedup()
+           << ", \"most_speedup_the_limit_allows\": " << s.most_speedup() << "}";
     }
     json << "\n]}\n";
   }
