@@ -4,7 +4,9 @@
 //   limit images/s = pinned device-to-host GB/s / output bytes per image
 // (every output crosses PCIe once; nothing else does). The copy bandwidth is measured before and
 // after the pipeline runs and the limit takes the higher: one H100 run measured 47.7 GB/s at its
-// start against 55.2 in the runs beside it, and its pipeline then ran at 114 % of that "limit". Two kinds of output buffer:
+// start against 55.2 in the runs beside it, and its pipeline then ran at up to 114.6 % of that
+// "limit". The table ends with a summary per size and rank and the two target lines.
+// Two kinds of output buffer:
 //   pinned:   the copy lands in the caller's page-locked buffer (no host copy at all);
 //   pageable: ordinary memory, as the gRPC server's response strings are: the copy goes to pinned
 //             staging and a completion thread copies it on.
