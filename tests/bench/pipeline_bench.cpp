@@ -258,6 +258,10 @@ int main(int argc, char** argv) {
   const bool quick = args->quick;
   const std::string& json_path = args->json_path;
   const double d2h_before = bench::pinned_d2h_gb_per_s();
+  // Each row is also printed as it is measured (against the limit so far), so a run that is cut
+  // off or fails its check still leaves its numbers; the table after the pipeline is the result.
+  std::printf("pinned D2H %.1f GB/s before the pipeline\n", d2h_before);
+  std::fflush(stdout);
 
   const std::vector<ImageShape> shapes =
       quick ? std::vector<ImageShape>{{1024, 1024, kChannels}}
@@ -292,6 +296,11 @@ int main(int argc, char** argv) {
           }
           rows.push_back({shape.width, shape.height, rank, streams, batch,
                           pinned ? "pinned" : "pageable", image_bytes, rate, speedup});
+          std::printf("measured %ux%u rank %u, %u streams, %s: %.0f images/s (%.1f%% of the "
+                      "limit before)\n",
+                      shape.width, shape.height, rank, streams, pinned ? "pinned" : "pageable",
+                      rate, 100.0 * rate * static_cast<double>(image_bytes) / (d2h_before * 1e9));
+          std::fflush(stdout);
         }
       }
       // The direct copy into pinned memory and the staged one must give the same bytes.
