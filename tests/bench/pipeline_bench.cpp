@@ -296,9 +296,10 @@ int main(int argc, char** argv) {
           }
           rows.push_back({shape.width, shape.height, rank, streams, batch,
                           pinned ? "pinned" : "pageable", image_bytes, rate, speedup});
-          std::printf("measured %ux%u rank %u, %u streams, %s: %.0f images/s (%.1f%% of the "
+          std::printf("measured %ux%u rank %u, %u stream%s, %s: %.0f images/s (%.1f%% of the "
                       "limit before)\n",
-                      shape.width, shape.height, rank, streams, pinned ? "pinned" : "pageable",
+                      shape.width, shape.height, rank, streams, streams == 1 ? "" : "s",
+                      pinned ? "pinned" : "pageable",
                       rate, 100.0 * rate * static_cast<double>(image_bytes) / (d2h_before * 1e9));
           std::fflush(stdout);
         }
