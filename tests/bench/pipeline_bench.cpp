@@ -195,6 +195,11 @@ struct Row {
 constexpr double kLimitTarget = 0.90;
 constexpr double kSpeedupTarget = 2.0;
 
+// Images per second that `gb_per_s` of pinned device-to-host copy can carry.
+double pcie_limit_images_per_s(double gb_per_s, std::size_t image_bytes) {
+  return gb_per_s * 1e9 / static_cast<double>(image_bytes);
+}
+
 struct StreamsSummary {
   const Row* one_stream;
   const Row* best;  // the fastest of N > 1 streams
@@ -300,7 +305,7 @@ int main(int argc, char** argv) {
                       "limit before)\n",
                       shape.width, shape.height, rank, streams, streams == 1 ? "" : "s",
                       pinned ? "pinned" : "pageable",
-                      rate, 100.0 * rate * static_cast<double>(image_bytes) / (d2h_before * 1e9));
+                      rate, 100.0 * rate / pcie_limit_images_per_s(d2h_before, image_bytes));
           std::fflush(stdout);
         }
       }
@@ -325,7 +330,7 @@ int main(int argc, char** argv) {
   std::printf("\n%-10s %5s %7s %6s %9s %12s %12s %9s %9s\n", "size", "rank", "streams", "batch",
               "output", "images/s", "limit/s", "of limit", "vs 1 str");
   for (Row& row : rows) {
-    row.limit_images_per_s = d2h * 1e9 / static_cast<double>(row.image_bytes);
+    row.limit_images_per_s = pcie_limit_images_per_s(d2h, row.image_bytes);
     std::printf("%4ux%-5u %5u %7u %6u %9s %12.0f %12.0f %8.1f%% %8.2fx\n", row.width, row.height,
                 row.rank, row.streams, row.batch, row.output.c_str(), row.images_per_s,
                 row.limit_images_per_s, 100.0 * row.images_per_s / row.limit_images_per_s,
