@@ -39,10 +39,10 @@ if wants e2e || wants e2e-stream; then
   fake=/tmp/svdserve-e2e-build && mkdir -p "$fake/client" "$fake/server"
   ln -sf "$root/bin/svdserve-cli" "$fake/client/svdserve-cli"
   ln -sf "$root/bin/svdserve" "$fake/server/svdserve"
-  wants e2e && E2E_DURATION="${E2E_DURATION:-3}" run e2e-bench bash tests/bench/e2e_bench.sh "$fake" "$out/json"
+  wants e2e && E2E_DURATION="${E2E_DURATION:-3}" run e2e-bench bash bench/e2e_bench.sh "$fake" "$out/json"
   # 4 items a stream unless E2E_STREAM_ITEMS says otherwise; streams past the server's shared
   # stream budget wait rather than fail (server/stream_budget.hpp).
   wants e2e-stream && E2E_OP=stream E2E_STREAM_ITEMS="${E2E_STREAM_ITEMS:-4}" \
-    E2E_DURATION="${E2E_DURATION:-3}" run e2e-stream-bench bash tests/bench/e2e_bench.sh "$fake" "$out/json"
+    E2E_DURATION="${E2E_DURATION:-3}" run e2e-stream-bench bash bench/e2e_bench.sh "$fake" "$out/json"
 fi
 tar -C "$out" -cf "$out/bench-json.tar" json && rm -rf "$out/json"

@@ -17,8 +17,7 @@ else()
 endif()
 find_package(prometheus-cpp CONFIG REQUIRED)
 
-# LAPACK and BLAS for the CPU backend: OpenBLAS is both, multithreaded and far faster than the
-# reference implementation (measured in docs/performance-log.md).
+# LAPACK and BLAS for the CPU backend: OpenBLAS is both, and multithreaded.
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 find_package(LAPACK REQUIRED)
@@ -30,6 +29,13 @@ find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu/openblas-pthr
 if(SVDSERVE_PORTABLE)
   svdserve_portable_link_statically()
 endif()
+
+# LAPACKE and CBLAS as one imported target. LAPACKE resolves sgesdd_ from OpenBLAS, so OpenBLAS
+# stays the one LAPACK/BLAS (and the one thread pool).
+add_library(svdserve_lapack INTERFACE IMPORTED)
+target_include_directories(svdserve_lapack SYSTEM INTERFACE ${LAPACKE_INCLUDE_DIR} ${CBLAS_INCLUDE_DIR})
+target_link_libraries(svdserve_lapack INTERFACE ${LAPACKE_LIBRARY} ${LAPACK_LIBRARIES} ${BLAS_LIBRARIES})
+add_library(svdserve::lapack ALIAS svdserve_lapack)
 
 # CUDA: optional. NVTX3 is header-only and comes with the toolkit.
 if(NOT SVDSERVE_CUDA STREQUAL "OFF")

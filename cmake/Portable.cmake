@@ -162,7 +162,7 @@ function(_svdserve_executables_under directory out_var)
   set(${out_var} ${found} PARENT_SCOPE)
 endfunction()
 
-# The bundle: bin/ (server, CLI, every test binary), config/, share/svdserve (protoset),
+# The bundle: bin/ (server, CLI, every test and benchmark binary), config/, share/svdserve (protoset),
 # tests/data/images, a CTestTestfile.cmake, and lib/ with the shared libraries a GPU host lacks.
 function(svdserve_portable_install)
   set(programs svdserve svdserve-cli)
@@ -172,6 +172,10 @@ function(svdserve_portable_install)
     install(TARGETS ${tests} RUNTIME DESTINATION bin)
     # The folder the tests were configured with (SVDSERVE_TEST_IMAGES), at the bundle's fixed place.
     install(DIRECTORY "${SVDSERVE_TEST_IMAGES}/" DESTINATION tests/data/images)
+  endif()
+  _svdserve_executables_under(${PROJECT_SOURCE_DIR}/bench benchmarks)
+  if(benchmarks)
+    install(TARGETS ${benchmarks} RUNTIME DESTINATION bin)
   endif()
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/config/ DESTINATION config)
 
@@ -191,7 +195,7 @@ function(svdserve_portable_install)
   # Copy every shared library the binaries need except glibc's, the C++ runtime's (libLerc needs
   # libstdc++.so.6, which every host has) and CUDA's (the GPU host's own driver and toolkit).
   set(binaries "")
-  foreach(target IN LISTS programs tests)
+  foreach(target IN LISTS programs tests benchmarks)
     list(APPEND binaries "$<TARGET_FILE:${target}>")
   endforeach()
   install(CODE "set(svdserve_binaries \"${binaries}\")")

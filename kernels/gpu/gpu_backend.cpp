@@ -9,16 +9,16 @@
 #include <future>
 #include <string>
 
-#include "kernels/cpu_worker_pool.hpp"
+#include "kernels/cpu/worker_pool.hpp"
 #include "kernels/errors.hpp"
-#include "kernels/gpu/cuda_check.hpp"
-#include "kernels/gpu/completion_threads.hpp"
-#include "kernels/gpu/cuda_resources.hpp"
-#include "kernels/gpu/device_memory_pool.hpp"
+#include "kernels/gpu/common/cuda_check.hpp"
+#include "kernels/gpu/common/completion_threads.hpp"
+#include "kernels/gpu/common/cuda_resources.hpp"
+#include "kernels/gpu/common/device_memory_pool.hpp"
 #include "kernels/gpu/gpu_decompose.hpp"
 #include "kernels/gpu/gpu_reconstruct.hpp"
-#include "kernels/gpu/reconstruct.hpp"
-#include "kernels/gpu/stream_pool.hpp"
+#include "kernels/gpu/reconstruct/fused.hpp"
+#include "kernels/gpu/common/stream_pool.hpp"
 #include "kernels/trace.hpp"
 
 namespace svdserve::gpu {

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "kernels/backend.hpp"
-#include "kernels/gpu/gpu_svd.hpp"
+#include "kernels/gpu/svd/solver.hpp"
 
 namespace svdserve::gpu {
 

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "kernels/errors.hpp"
-#include "kernels/gpu/convert_samples.hpp"
-#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/svd/convert_samples.hpp"
+#include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
-#include "kernels/gpu/wgmma_operands.hpp"
+#include "kernels/gpu/reconstruct/wgmma_operands.hpp"
 #include "kernels/trace.hpp"
 
 namespace svdserve::gpu {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "kernels/factors.hpp"
-#include "kernels/gpu/device_memory_pool.hpp"
-#include "kernels/gpu/gpu_svd.hpp"
-#include "kernels/gpu/stream_pool.hpp"
+#include "kernels/gpu/common/device_memory_pool.hpp"
+#include "kernels/gpu/svd/solver.hpp"
+#include "kernels/gpu/common/stream_pool.hpp"
 #include "kernels/image.hpp"
 
 namespace svdserve::gpu {

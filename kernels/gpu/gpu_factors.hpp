@@ -11,8 +11,8 @@
 #include <cstddef>
 
 #include "kernels/factors.hpp"
-#include "kernels/gpu/device_memory_pool.hpp"
-#include "kernels/gpu/wgmma_operands.hpp"
+#include "kernels/gpu/common/device_memory_pool.hpp"
+#include "kernels/gpu/reconstruct/wgmma_operands.hpp"
 
 namespace svdserve::gpu {
 

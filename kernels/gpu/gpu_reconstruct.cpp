@@ -5,10 +5,10 @@
 #include <string>
 
 #include "kernels/errors.hpp"
-#include "kernels/gpu/cuda_check.hpp"
+#include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
-#include "kernels/gpu/output_tensor_map.hpp"
-#include "kernels/gpu/reconstruct.hpp"
+#include "kernels/gpu/reconstruct/output_tensor_map.hpp"
+#include "kernels/gpu/reconstruct/fused.hpp"
 #include "kernels/trace.hpp"
 
 namespace svdserve::gpu {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/cpu_worker_pool.hpp"
-#include "kernels/gpu/stream_pool.hpp"
+#include "kernels/cpu/worker_pool.hpp"
+#include "kernels/gpu/common/stream_pool.hpp"
 
 namespace svdserve::gpu {
 

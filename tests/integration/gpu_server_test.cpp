@@ -15,7 +15,7 @@
 #include "server_fixture.hpp"
 
 #if SVDSERVE_HAVE_CUDA
-#include "kernels/gpu/cuda_resources.hpp"
+#include "kernels/gpu/common/cuda_resources.hpp"
 #endif
 
 namespace svdserve::testing {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "client/client.hpp"
-#include "server/config.hpp"
-#include "server/server.hpp"
+#include "server/process/config.hpp"
+#include "server/process/server.hpp"
 
 namespace svdserve::testing {
 

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/cpu_factors.hpp"
+#include "kernels/cpu/factors.hpp"
 #include "kernels/errors.hpp"
 #include "reference_svd.hpp"
 #include "test_images.hpp"

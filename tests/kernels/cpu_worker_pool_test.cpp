@@ -1,4 +1,4 @@
-#include "kernels/cpu_worker_pool.hpp"
+#include "kernels/cpu/worker_pool.hpp"
 
 #include <gtest/gtest.h>
 

@@ -19,7 +19,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/errors.hpp"
-#include "kernels/gpu/cuda_resources.hpp"
+#include "kernels/gpu/common/cuda_resources.hpp"
 #include "kernels/gpu/gpu_backend.hpp"
 #include "kernels/pixel_rounding.hpp"
 #include "reference_svd.hpp"

@@ -31,10 +31,10 @@
 #include <vector>
 
 #include "kernels/errors.hpp"
-#include "kernels/gpu/cuda_check.hpp"
-#include "kernels/gpu/cuda_resources.hpp"
-#include "kernels/gpu/gpu_svd.hpp"
-#include "kernels/gpu/randomized_svd.hpp"
+#include "kernels/gpu/common/cuda_check.hpp"
+#include "kernels/gpu/common/cuda_resources.hpp"
+#include "kernels/gpu/svd/solver.hpp"
+#include "kernels/gpu/svd/randomized_svd.hpp"
 #include "reference_svd.hpp"
 #include "test_images.hpp"
 

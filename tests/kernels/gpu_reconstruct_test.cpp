@@ -37,11 +37,11 @@
 #include <vector>
 
 #include "kernels/errors.hpp"
-#include "kernels/gpu/cuda_check.hpp"
-#include "kernels/gpu/cuda_resources.hpp"
-#include "kernels/gpu/output_tensor_map.hpp"
-#include "kernels/gpu/reconstruct.hpp"
-#include "kernels/gpu/wgmma_operands.hpp"
+#include "kernels/gpu/common/cuda_check.hpp"
+#include "kernels/gpu/common/cuda_resources.hpp"
+#include "kernels/gpu/reconstruct/output_tensor_map.hpp"
+#include "kernels/gpu/reconstruct/fused.hpp"
+#include "kernels/gpu/reconstruct/wgmma_operands.hpp"
 #include "kernels/image.hpp"
 #include "reference_svd.hpp"
 #include "test_images.hpp"

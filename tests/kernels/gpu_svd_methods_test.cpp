@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gpu/cuda_check.hpp"
-#include "kernels/gpu/cuda_resources.hpp"
-#include "kernels/gpu/gpu_svd.hpp"
+#include "kernels/gpu/common/cuda_check.hpp"
+#include "kernels/gpu/common/cuda_resources.hpp"
+#include "kernels/gpu/svd/solver.hpp"
 #include "test_images.hpp"
 
 namespace svdserve::test {

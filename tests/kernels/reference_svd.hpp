@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "kernels/cpu_factors.hpp"
+#include "kernels/cpu/factors.hpp"
 
 namespace svdserve::test {
 

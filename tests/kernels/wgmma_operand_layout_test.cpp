@@ -11,7 +11,7 @@
 
 #include "kernels/errors.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
-#include "kernels/gpu/wgmma_operands.hpp"
+#include "kernels/gpu/reconstruct/wgmma_operands.hpp"
 
 namespace svdserve::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/bounded_queue.hpp"
+#include "server/runtime/bounded_queue.hpp"
 
 #include <gtest/gtest.h>
 

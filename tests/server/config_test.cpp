@@ -1,5 +1,5 @@
 #include "tests/test_paths.hpp"
-#include "server/config.hpp"
+#include "server/process/config.hpp"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "server/dynamic_batcher.hpp"
+#include "server/runtime/dynamic_batcher.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/factor_store.hpp"
+#include "server/runtime/factor_store.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/flags.hpp"
+#include "server/process/flags.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/host_buffer_pool.hpp"
+#include "server/runtime/host_buffer_pool.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 #include "tests/test_paths.hpp"
-#include "server/image_codec.hpp"
+#include "server/runtime/image_codec.hpp"
 
 #include <gtest/gtest.h>
 #include <opencv2/core.hpp>

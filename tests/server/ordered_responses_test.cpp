@@ -1,4 +1,4 @@
-#include "server/ordered_responses.hpp"
+#include "server/grpc/ordered_responses.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 #include "tests/test_paths.hpp"
-#include "server/pipeline.hpp"
+#include "server/runtime/pipeline.hpp"
 
 #include <gtest/gtest.h>
 #include <opencv2/core.hpp>
@@ -23,7 +23,7 @@
 
 #include "kernels/errors.hpp"
 #include "kernels/spectrum.hpp"
-#include "server/status_mapping.hpp"
+#include "server/grpc/status_mapping.hpp"
 #include "test_factors.hpp"
 
 namespace svdserve {

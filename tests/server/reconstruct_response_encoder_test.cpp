@@ -1,4 +1,4 @@
-#include "server/reconstruct_response_encoder.hpp"
+#include "server/grpc/reconstruct_response_encoder.hpp"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/support/proto_buffer_reader.h>

@@ -1,4 +1,4 @@
-#include "server/stats.hpp"
+#include "server/process/stats.hpp"
 
 #include <gtest/gtest.h>
 

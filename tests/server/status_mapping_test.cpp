@@ -1,4 +1,4 @@
-#include "server/status_mapping.hpp"
+#include "server/grpc/status_mapping.hpp"
 
 #include <gtest/gtest.h>
 

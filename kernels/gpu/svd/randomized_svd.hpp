@@ -1,0 +1,94 @@
+#pragma once
+// Batched randomized truncated SVD (Halko, Martinsson, Tropp 2011, algorithm 4.4 + 5.1), built
+// for image spectra, which decay slowly: the rank-k error stays within 1.001x of the optimum
+// with the default options (bench/rsvd_prototype.py is the evidence).
+//
+// Per batch, every step is one strided-batched call or one kernel launch for all matrices:
+//   l = min(rank + oversampling, n);  Omega (n x l) Gaussian, shared by the batch
+//   Y = A Omega -> Q = orth(Y);  q times: Z = orth(A^T Q), Q = orth(A Z)
+//   B = Q^T A (l x n);  B B^T = W diag(lambda) W^T (Jacobi, float64, one block per matrix)
+//   S = sqrt(lambda) (descending, top rank), U = Q W, V = B^T W with unit columns.
+// orth is CholeskyQR with the Gram matrix and its Cholesky factor in float64, so it is limited by
+// the fp32 product X R^-1 (accuracy ~ u * cond) rather than by cond^2: one pass between power
+// iterations, two for the final basis (orthogonal to fp32 roundoff).
+// Directions that are numerically absent (rank-deficient input, e.g. a flat image) become zero
+// columns of Q; their singular values come out 0 and their U and V columns 0.
+//
+// Cost per matrix, m = n = 1024, l = 128, q = 3: 8 GEMMs of 2mnl = 2.1 GFLOP (fp32), 8 Gram
+// passes of 2ml^2 (fp64 tensor cores) and 8 of 2ml^2 (fp32): ~0.5 GFLOP; Jacobi O(sweeps l^3).
+// The fp32 GEMMs should dominate.
+
+#include <cstdint>
+
+#include "kernels/gpu/common/cuda_resources.hpp"
+#include "kernels/gpu/svd/solver.hpp"
+#include "kernels/gpu/svd/randomized_svd_stage_timer.hpp"
+
+namespace svdserve::gpu {
+
+struct RandomizedSvdOptions {
+  // Extra sketch columns beyond the rank, and subspace iterations. Measured on the H100
+  // (svdserve_rsvd_bench, rank 64, photos): 32 and 4 give error ratios 1.00006 (256^2) and
+  // 1.0003 (1024^2) at 31,100 and 4,500 matrices/s; 64 and 3 give 1.000003 and 1.00005 at only
+  // 13,500 and 2,900/s (the Jacobi and Cholesky kernels grow as l^3); 32 and 2 miss 1.001
+  // (1.006, 1.008 in bench/rsvd_prototype.py).
+  int oversampling = 32;
+  int power_iterations = 4;
+  // The sketch is never narrower than this (up to n): small ranks get the accuracy of rank 64 at
+  // rank 64's cost. With l = rank + 32 alone, rank 16 (l = 48) left the 7th singular value of a
+  // gradient image 2e-4 off and baboon's rank-16 pixels 2 levels from LAPACK's (H100 run).
+  int min_sketch_columns = 96;
+  uint64_t seed = 0x5eed'2024'0b5e'55edULL;
+  // Jacobi rotates while |g_pq| > tol sqrt(g_pp g_qq). 1e-14 is float64 noise; the fp32 outputs
+  // only need the eigenvectors to ~1e-7, i.e. tol / (relative eigenvalue gap), so a looser
+  // tolerance can save the last sweep (compare in svdserve_rsvd_bench --variant).
+  double jacobi_tolerance = 1e-14;
+  // Benchmarks only: per-stage CUDA-event timing of every solve. Null: nothing is recorded.
+  RandomizedSvdStageTimer* stage_timer = nullptr;
+};
+
+class RandomizedSvd {
+ public:
+  // The widest sketch the one-block kernels hold in shared memory (Cholesky: l^2 doubles; Jacobi:
+  // l^2/2 doubles + l^2 floats, ~205 KB at 160). Wider requests are capped here and get one more
+  // power iteration to make up for it (rank 128: p = 32, q = 4; ratio 1.0007 at 1024^2 in the
+  // prototype); ranks above it are refused.
+  static constexpr int kMaxSketchColumns = 160;
+
+  // cusolver is accepted for interface symmetry with GpuSvdSolver; the solve uses its own kernels
+  // (cuSOLVER's batched Cholesky/Jacobi are pointer-array or 32x32-limited).
+  RandomizedSvd(StreamView stream, cublasHandle_t cublas, cusolverDnHandle_t cusolver);
+  RandomizedSvd(const RandomizedSvd&) = delete;
+  RandomizedSvd& operator=(const RandomizedSvd&) = delete;
+
+  // Fills batch.u, batch.s and batch.v (batch.norms_squared is not used). Enqueued on the stream;
+  // waits for it once at the end to read the per-matrix status. Throws InvalidArgument for a bad
+  // shape or options, InternalError when a matrix holds NaN/Inf or the eigen-solver does not
+  // converge (the caller can redo that batch with an exact solver).
+  void solve(const SvdBatch& batch, const RandomizedSvdOptions& options);
+
+  // Sketch width solve() uses for this shape:
+  // min(max(rank + oversampling, min_sketch_columns), n, kMaxSketchColumns).
+  [[nodiscard]] static int sketch_columns(int n, int rank, const RandomizedSvdOptions& options);
+
+ private:
+  // Replaces x (rows x l per matrix) by an orthonormal basis of its range; x and spare swap.
+  void orthonormalise(float*& x, float*& spare, int rows, int l, int count, int passes,
+                      const RsvdStageMarks& marks);
+
+  StreamView stream_;
+  cublasHandle_t cublas_;
+  DeviceBuffer omega_;
+  DeviceBuffer basis_;        // Y, Q, Z: count x max(m, n) x l
+  DeviceBuffer basis_spare_;  // the other side of each X R^-1
+  DeviceBuffer basis_double_;
+  DeviceBuffer gram_;        // count x l x l, float64
+  DeviceBuffer r_inverse_;   // count x l x l
+  DeviceBuffer projected_;   // B = Q^T A: count x l x n
+  DeviceBuffer projected_double_;
+  DeviceBuffer eigenvectors_;  // count x l x rank: the top columns of W
+  DeviceBuffer info_;
+  PinnedBuffer info_host_;
+};
+
+}  // namespace svdserve::gpu

@@ -1,0 +1,156 @@
+#pragma once
+// The gRPC face of svdserve: callback (reactor) handlers that validate a request, hand a job to
+// the pipeline and return at once; the pipeline's completion finishes the RPC.
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "server/runtime/factor_store.hpp"
+#include "server/runtime/job.hpp"
+#include "server/runtime/pipeline.hpp"
+#include "server/process/stats.hpp"
+#include "server/grpc/stream_budget.hpp"
+#include "svdserve/v1/config.pb.h"
+#include "svdserve/v1/svdserve.grpc.pb.h"
+
+namespace svdserve {
+
+// What every handler needs. Owned by the Server; outlives the service.
+struct ServiceContext {
+  const v1::ServerConfig& config;
+  Backend& backend;
+  FactorStore& store;
+  Pipeline& pipeline;
+  Stats& stats;
+  StreamBudget& stream_budget;  // what all ReconstructStream calls together may hold
+  int64_t started_unix_ms = 0;
+};
+
+// Reconstruct and ReconstructStream are raw methods: their requests and responses are
+// ByteBuffers, so that a response can carry the pixel buffer itself
+// (reconstruct_response_encoder.hpp). The other methods take protobuf messages.
+// This is v1::SvdServe::CallbackService with those two swapped for their raw forms (a raw bidi
+// method cannot wrap the typed one: same parameters, another return type), in the proto's order.
+// A method missing here would be a synchronous one, answered UNIMPLEMENTED.
+namespace service_base {
+using S = v1::SvdServe;
+using Methods = S::WithCallbackMethod_Decompose<S::WithRawCallbackMethod_Reconstruct<
+    S::WithCallbackMethod_ReconstructBatch<S::WithRawCallbackMethod_ReconstructStream<
+        S::WithCallbackMethod_ReconstructProgressive<S::WithCallbackMethod_Compress<
+            S::WithCallbackMethod_GetImage<S::WithCallbackMethod_ListImages<
+                S::WithCallbackMethod_DeleteImage<S::WithCallbackMethod_LoadDirectory<
+                    S::WithCallbackMethod_GetServerInfo<S::WithCallbackMethod_GetStats<
+                        S::WithCallbackMethod_Echo<S::WithCallbackMethod_StartProfiling<
+                            S::WithCallbackMethod_StopProfiling<S::Service>>>>>>>>>>>>>>>;
+}  // namespace service_base
+using SvdServiceBase = service_base::Methods;
+
+class SvdService final : public SvdServiceBase {
+ public:
+  explicit SvdService(ServiceContext context);
+  ~SvdService() override;  // joins LoadDirectory threads
+
+  // After this, new calls are answered UNAVAILABLE (the server is draining).
+  void stop_accepting() noexcept { draining_.store(true); }
+
+  grpc::ServerUnaryReactor* Decompose(grpc::CallbackServerContext* ctx,
+                                      const v1::DecomposeRequest* request,
+                                      v1::DecomposeResponse* response) override;
+  // Parses a ReconstructRequest from `request`; answers a ReconstructResponse without copying
+  // the pixels (see SvdServiceBase).
+  grpc::ServerUnaryReactor* Reconstruct(grpc::CallbackServerContext* ctx,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ReconstructBatch(grpc::CallbackServerContext* ctx,
+                                             const v1::ReconstructBatchRequest* request,
+                                             v1::ReconstructBatchResponse* response) override;
+  // ReconstructRequests in, ReconstructStreamResponses out, pixels not copied (as Reconstruct).
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ReconstructStream(
+      grpc::CallbackServerContext* ctx) override;
+  grpc::ServerWriteReactor<v1::ReconstructResponse>* ReconstructProgressive(
+      grpc::CallbackServerContext* ctx, const v1::ReconstructProgressiveRequest* request) override;
+  grpc::ServerUnaryReactor* Compress(grpc::CallbackServerContext* ctx,
+                                     const v1::CompressRequest* request,
+                                     v1::CompressResponse* response) override;
+  grpc::ServerUnaryReactor* GetImage(grpc::CallbackServerContext* ctx,
+                                     const v1::GetImageRequest* request,
+                                     v1::GetImageResponse* response) override;
+  grpc::ServerUnaryReactor* ListImages(grpc::CallbackServerContext* ctx,
+                                       const v1::ListImagesRequest* request,
+                                       v1::ListImagesResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteImage(grpc::CallbackServerContext* ctx,
+                                        const v1::DeleteImageRequest* request,
+                                        v1::DeleteImageResponse* response) override;
+  grpc::ServerUnaryReactor* LoadDirectory(grpc::CallbackServerContext* ctx,
+                                          const v1::LoadDirectoryRequest* request,
+                                          v1::LoadDirectoryResponse* response) override;
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
+                                          const v1::GetServerInfoRequest* request,
+                                          v1::GetServerInfoResponse* response) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* ctx,
+                                     const v1::GetStatsRequest* request,
+                                     v1::GetStatsResponse* response) override;
+  // Runs on the callback thread: no pipeline, so it measures the transport alone.
+  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* ctx, const v1::EchoRequest* request,
+                                 v1::EchoResponse* response) override;
+  grpc::ServerUnaryReactor* StartProfiling(grpc::CallbackServerContext* ctx,
+                                           const v1::StartProfilingRequest* request,
+                                           v1::StartProfilingResponse* response) override;
+  grpc::ServerUnaryReactor* StopProfiling(grpc::CallbackServerContext* ctx,
+                                          const v1::StopProfilingRequest* request,
+                                          v1::StopProfilingResponse* response) override;
+
+  // Shared by the reactors in reconstruct_stream.cpp.
+  // A reconstruct job for one request item, with the factors looked up and the deadline and
+  // cancellation of ctx attached. Throws on a bad request (unknown id, bad rank, draining).
+  [[nodiscard]] JobPtr make_reconstruct_job(grpc::CallbackServerContext* ctx,
+                                            const v1::ReconstructRequest& request);
+  void record(const char* method, const grpc::Status& status) {
+    context_.stats.record_call(method, status.error_code());
+  }
+  [[nodiscard]] const ServiceContext& context() const noexcept { return context_; }
+  [[nodiscard]] StreamBudget& stream_budget() const noexcept { return context_.stream_budget; }
+
+ private:
+  // Finishes a unary RPC and counts it.
+  void finish(grpc::ServerUnaryReactor* reactor, const char* method, const grpc::Status& status);
+  void check_accepting() const;
+  // The rank to keep for a decomposition: the request's, or the default; InvalidArgument above
+  // the server's max_rank.
+  [[nodiscard]] uint32_t checked_max_rank(uint32_t requested) const;
+  [[nodiscard]] JobPtr make_job(grpc::CallbackServerContext* ctx, JobKind kind) const;
+  [[nodiscard]] std::string next_image_id();
+
+  ServiceContext context_;
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> next_id_{1};
+
+  struct DirectoryLoad {
+    std::atomic<bool> done{false};
+    std::jthread thread;
+  };
+  std::mutex directory_loads_mutex_;
+  std::vector<std::unique_ptr<DirectoryLoad>> directory_loads_;  // guarded by directory_loads_mutex_
+};
+
+// Response builders shared by unary and streaming handlers.
+void fill_shape(const ImageShape& shape, v1::Shape* out);
+void fill_timings(const Job& job, v1::StageTimings* out);
+// Every field but the pixels.
+void fill_reconstruction_fields(const Job& job, v1::ReconstructResponse* out);
+// Every field, the pixels taken from the job.
+void fill_reconstruction(Job& job, v1::ReconstructResponse* out);
+// A raw method's request, parsed as the generated code does for a typed method, except that
+// malformed bytes are INVALID_ARGUMENT with a message (gRPC's typed callback handler answers
+// UNIMPLEMENTED, no message).
+[[nodiscard]] v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes);
+
+}  // namespace svdserve

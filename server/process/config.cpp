@@ -1,0 +1,108 @@
+#include "server/process/config.hpp"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "kernels/errors.hpp"
+#include "server/process/logging.hpp"
+
+namespace svdserve {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+// Collects text-format parse errors with their position instead of printing them.
+class CollectingErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    errors += "line " + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " +
+              message + "; ";
+  }
+  std::string errors;
+};
+
+}  // namespace
+
+v1::ServerConfig read_config_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw InvalidArgument("cannot read config file '" + path + "'");
+  std::stringstream text;
+  text << file.rdbuf();
+  v1::ServerConfig config;
+  google::protobuf::TextFormat::Parser parser;
+  CollectingErrors errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text.str(), &config)) {
+    throw InvalidArgument("config file '" + path + "': " + errors.errors);
+  }
+  return config;
+}
+
+void apply_defaults(v1::ServerConfig& c) {
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  if (c.listen_address().empty()) c.set_listen_address("0.0.0.0:50051");
+  if (c.loader_threads() == 0) c.set_loader_threads(2);
+  if (c.worker_threads() == 0) c.set_worker_threads(cores);
+  if (c.queue_capacity() == 0) c.set_queue_capacity(256);
+  if (c.max_batch_size() == 0) c.set_max_batch_size(16);
+  if (!c.has_max_queue_delay_us()) c.set_max_queue_delay_us(100);  // 0 is a valid choice
+  if (c.default_max_rank() == 0) c.set_default_max_rank(256);
+  if (c.max_rank() == 0) c.set_max_rank(4096);
+  if (c.max_image_width() == 0) c.set_max_image_width(8192);
+  if (c.max_image_height() == 0) c.set_max_image_height(8192);
+  if (c.max_image_bytes() == 0) c.set_max_image_bytes(60 * kMiB);
+  if (c.max_message_bytes() == 0) c.set_max_message_bytes(64 * kMiB);
+  if (c.max_batch_items() == 0) c.set_max_batch_items(256);
+  if (c.host_buffer_pool_bytes() == 0) c.set_host_buffer_pool_bytes(256 * kMiB);
+  if (c.drain_timeout_ms() == 0) c.set_drain_timeout_ms(10000);
+  if (c.log_level().empty()) c.set_log_level("info");
+  if (c.gpu_streams() == 0) c.set_gpu_streams(4);
+  if (c.gpu_memory_fraction() == 0) c.set_gpu_memory_fraction(0.8);
+  if (c.evicted_history() == 0) c.set_evicted_history(1024);
+  // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
+  // device memory on the GPU).
+}
+
+void validate(const v1::ServerConfig& c) {
+  std::vector<std::string> problems;
+  auto require = [&](bool ok, const std::string& what) {
+    if (!ok) problems.push_back(what);
+  };
+  require(c.listen_address().find(':') != std::string::npos,
+          "listen_address must be host:port, got '" + c.listen_address() + "'");
+  require(c.loader_threads() <= 256, "loader_threads must be 1..256");
+  require(c.worker_threads() <= 256, "worker_threads must be 1..256");
+  require(c.queue_capacity() <= 1'000'000, "queue_capacity must be 1..1000000");
+  require(c.max_batch_size() <= 4096, "max_batch_size must be 1..4096");
+  require(c.max_queue_delay_us() <= 1'000'000, "max_queue_delay_us must be at most 1000000");
+  require(c.default_max_rank() <= c.max_rank(), "default_max_rank must not exceed max_rank");
+  require(c.max_image_width() <= 65536 && c.max_image_height() <= 65536,
+          "max_image_width/height must be at most 65536");
+  require(c.max_image_bytes() <= c.max_message_bytes(),
+          "max_image_bytes must not exceed max_message_bytes (the image travels in one message)");
+  require(c.max_message_bytes() <= 2047 * kMiB, "max_message_bytes must be under 2 GiB (gRPC)");
+  require(c.gpu_streams() <= 64, "gpu_streams must be 1..64");
+  require(c.gpu_memory_fraction() > 0 && c.gpu_memory_fraction() <= 0.95,
+          "gpu_memory_fraction must be in (0, 0.95]");
+  require(c.metrics_port() <= 65535, "metrics_port must be 0..65535");
+  require(c.max_batch_items() <= 100'000, "max_batch_items must be 1..100000");
+  try {
+    set_log_level(c.log_level());
+  } catch (const Error& e) {
+    problems.push_back(e.what());
+  }
+  if (!problems.empty()) {
+    std::string message = "invalid config: ";
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+      message += (i ? "; " : "") + problems[i];
+    }
+    throw InvalidArgument(message);
+  }
+}
+
+}  // namespace svdserve

@@ -1,0 +1,116 @@
+#include "server/process/flags.hpp"
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+
+#include "kernels/errors.hpp"
+
+namespace svdserve {
+namespace {
+
+// Refuses values above max rather than letting a narrowing cast wrap them around.
+uint64_t parse_number(const std::string& flag, const std::string& value,
+                      uint64_t max = std::numeric_limits<uint32_t>::max()) {
+  uint64_t parsed = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (error != std::errc() || end != value.data() + value.size() || parsed > max) {
+    throw InvalidArgument("--" + flag + " needs a non-negative integer (at most " +
+                          std::to_string(max) + "), got '" + value + "'");
+  }
+  return parsed;
+}
+
+using Setter = std::function<void(v1::ServerConfig&, const std::string& flag, const std::string&)>;
+
+const std::map<std::string, Setter>& setters() {
+  static const std::map<std::string, Setter> table = {
+      {"listen", [](auto& c, auto&, auto& v) { c.set_listen_address(v); }},
+      {"backend",
+       [](auto& c, auto& f, auto& v) {
+         if (v == "auto") c.set_backend(v1::BACKEND_KIND_AUTO);
+         else if (v == "cpu") c.set_backend(v1::BACKEND_KIND_CPU);
+         else if (v == "gpu") c.set_backend(v1::BACKEND_KIND_GPU);
+         else throw InvalidArgument("--" + f + " must be auto, cpu or gpu, got '" + v + "'");
+       }},
+      {"workers", [](auto& c, auto& f, auto& v) { c.set_worker_threads(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"loaders", [](auto& c, auto& f, auto& v) { c.set_loader_threads(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"max-batch-size", [](auto& c, auto& f, auto& v) { c.set_max_batch_size(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"max-queue-delay-us", [](auto& c, auto& f, auto& v) { c.set_max_queue_delay_us(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"queue-capacity", [](auto& c, auto& f, auto& v) { c.set_queue_capacity(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"memory-budget-mib", [](auto& c, auto& f, auto& v) { c.set_memory_budget_bytes(parse_number(f, v, std::numeric_limits<uint64_t>::max() >> 20) << 20); }},
+      {"host-buffer-pool-mib", [](auto& c, auto& f, auto& v) { c.set_host_buffer_pool_bytes(parse_number(f, v, std::numeric_limits<uint64_t>::max() >> 20) << 20); }},
+      {"log-level", [](auto& c, auto&, auto& v) { c.set_log_level(v); }},
+      {"metrics-port", [](auto& c, auto& f, auto& v) { c.set_metrics_port(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"gpu-streams", [](auto& c, auto& f, auto& v) { c.set_gpu_streams(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"gpu-svd", [](auto& c, auto& f, auto& v) {
+         if (v != "automatic" && v != "exact") {
+           throw InvalidArgument("--" + f + " must be automatic or exact, got '" + v + "'");
+         }
+         c.set_gpu_svd(v == "exact" ? v1::GPU_SVD_EXACT : v1::GPU_SVD_AUTOMATIC);
+       }},
+      {"drain-timeout-ms", [](auto& c, auto& f, auto& v) { c.set_drain_timeout_ms(static_cast<uint32_t>(parse_number(f, v))); }},
+  };
+  return table;
+}
+
+}  // namespace
+
+CommandLine parse_command_line(int argc, char** argv) {
+  CommandLine result;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") { result.help = true; continue; }
+    if (arg == "--version") { result.version = true; continue; }
+    if (arg.rfind("--", 0) != 0) throw InvalidArgument("unexpected argument '" + arg + "'");
+    std::string name = arg.substr(2);
+    std::string value;
+    if (const auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else {
+      if (i + 1 >= argc) throw InvalidArgument("--" + name + " needs a value");
+      value = argv[++i];
+    }
+    if (name == "config") result.config_path = value;
+    else if (name == "load-dir") result.load_dir = value;
+    else if (setters().contains(name)) result.overrides.emplace_back(name, value);
+    else throw InvalidArgument("unknown flag --" + name + " (see --help)");
+  }
+  return result;
+}
+
+void apply_overrides(const CommandLine& command_line, v1::ServerConfig& config) {
+  for (const auto& [name, value] : command_line.overrides) setters().at(name)(config, name, value);
+}
+
+std::string usage() {
+  return R"(svdserve: SVD image decomposition and rank-k reconstruction over gRPC
+
+usage: svdserve [--config FILE] [flags]
+
+  --config FILE             ServerConfig in protobuf text format (see config/svdserve.textproto)
+  --listen HOST:PORT        gRPC address (default 0.0.0.0:50051)
+  --backend auto|cpu|gpu    compute backend (default auto: the GPU when one is usable)
+  --load-dir DIR            decompose every image under DIR at start (ids: relative paths)
+  --workers N               batch worker threads
+  --loaders N               decode threads
+  --max-batch-size N        images per batch
+  --max-queue-delay-us N    how long a partial batch may wait for more images
+  --queue-capacity N        jobs per pipeline queue
+  --memory-budget-mib N     factor store budget
+  --host-buffer-pool-mib N  recycled Reconstruct response memory (page-locked on the GPU)
+  --gpu-streams N           CUDA streams (GPU backend)
+  --gpu-svd automatic|exact GPU decompose: randomized (fast) or Xgesvd (LAPACK accuracy)
+  --metrics-port N          Prometheus /metrics port (0: off)
+  --drain-timeout-ms N      graceful shutdown limit
+  --log-level LEVEL         trace, debug, info, warn, error
+  --version, --help
+
+Flags override the config file. SIGINT/SIGTERM drain in-flight work and exit 0.
+)";
+}
+
+}  // namespace svdserve

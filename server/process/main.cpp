@@ -1,0 +1,75 @@
+// svdserve: wires the config, the server and the signals together; nothing else lives here.
+
+#include <csignal>
+#include <cstdio>
+#include <exception>
+
+#include "kernels/errors.hpp"
+#include "server/process/config.hpp"
+#include "server/process/flags.hpp"
+#include "server/process/logging.hpp"
+#include "server/process/server.hpp"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadConfig = 2;
+constexpr int kExitStartFailed = 3;
+
+// Blocks SIGINT/SIGTERM in every thread (threads inherit the mask) so that sigwait() in main is
+// the only place they are handled: no work happens inside a signal handler.
+sigset_t block_shutdown_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const sigset_t signals = block_shutdown_signals();
+  svdserve::v1::ServerConfig config;
+  svdserve::CommandLine command_line;
+  try {
+    command_line = svdserve::parse_command_line(argc, argv);
+    if (command_line.help) {
+      std::fputs(svdserve::usage().c_str(), stdout);
+      return kExitOk;
+    }
+    if (command_line.version) {
+      std::puts("svdserve " SVDSERVE_VERSION);
+      return kExitOk;
+    }
+    if (!command_line.config_path.empty()) {
+      config = svdserve::read_config_file(command_line.config_path);
+    }
+    svdserve::apply_overrides(command_line, config);
+    svdserve::apply_defaults(config);
+    svdserve::validate(config);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "svdserve: %s\n", e.what());
+    return kExitBadConfig;
+  }
+
+  try {
+    svdserve::Server server(config);
+    if (!command_line.load_dir.empty()) {
+      const uint32_t loaded = server.load_directory(command_line.load_dir);
+      svdserve::log().info("load_dir path={} images={}", command_line.load_dir, loaded);
+    }
+    server.set_serving(true);
+    svdserve::log().info("serving port={}", server.port());
+
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    svdserve::log().info("signal={} received; shutting down", signal_number);
+    server.shutdown();
+  } catch (const std::exception& e) {
+    svdserve::log().critical("svdserve failed: {}", e.what());
+    return kExitStartFailed;
+  }
+  return kExitOk;
+}

@@ -1,0 +1,69 @@
+#pragma once
+// Owns everything a running svdserve is made of, and starts and stops it in a fixed order:
+// start:    backend -> store -> pipeline -> stream budget -> gRPC server (health NOT_SERVING)
+//           -> SERVING
+// shutdown: health NOT_SERVING -> refuse new calls -> drain in-flight RPCs (bounded by
+//           drain_timeout_ms) -> stop the pipeline -> destroy in reverse order of creation.
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "kernels/backend.hpp"
+#include "server/runtime/factor_store.hpp"
+#include "server/process/metrics.hpp"
+#include "server/runtime/pipeline.hpp"
+#include "server/grpc/service.hpp"
+#include "server/process/stats.hpp"
+#include "server/grpc/stream_budget.hpp"
+#include "svdserve/v1/config.pb.h"
+
+namespace svdserve {
+
+class Server {
+ public:
+  // config must be complete (apply_defaults) and valid. Throws on a backend or port failure.
+  explicit Server(v1::ServerConfig config);
+  ~Server();  // shutdown()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The port actually bound (useful with port 0).
+  [[nodiscard]] int port() const noexcept { return port_; }
+  [[nodiscard]] const v1::ServerConfig& config() const noexcept { return config_; }
+  // Recycled response memory (tests and the shutdown log).
+  [[nodiscard]] HostBufferPoolStats host_buffer_stats() const {
+    return pipeline_->host_buffer_stats();
+  }
+  // What all ReconstructStream calls hold now, against their shared limits.
+  [[nodiscard]] const StreamBudget& stream_budget() const { return *stream_budget_; }
+  // The /metrics port, 0 when metrics are off.
+  [[nodiscard]] int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+
+  // Decomposes every image of a server-side folder through the service, as LoadDirectory would.
+  // Blocks until done; returns the number of images loaded.
+  uint32_t load_directory(const std::string& path);
+
+  // Marks the server SERVING in grpc.health.v1.
+  void set_serving(bool serving);
+
+  // Idempotent; safe to call from any thread but a gRPC callback.
+  void shutdown();
+
+ private:
+  v1::ServerConfig config_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<FactorStore> store_;
+  std::unique_ptr<Stats> stats_;
+  std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<StreamBudget> stream_budget_;  // before metrics_ and service_: they use it
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<SvdService> service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  int port_ = 0;
+  std::once_flag shutdown_once_;
+};
+
+}  // namespace svdserve

@@ -1,0 +1,50 @@
+#pragma once
+// Groups compatible jobs (same kind, same image shape, and for decompose the same max rank) into
+// batches of at most max_batch_size, holding a partial batch at most max_queue_delay_us after
+// its first job arrived: Triton's two knobs. One thread; it ends when its input is closed and
+// drained, after flushing every partial batch, and then closes its output.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "server/runtime/bounded_queue.hpp"
+#include "server/runtime/job.hpp"
+
+namespace svdserve {
+
+using Batch = std::vector<JobPtr>;
+
+struct BatcherOptions {
+  std::size_t max_batch_size = 16;
+  std::chrono::microseconds max_queue_delay{100};
+};
+
+class DynamicBatcher {
+ public:
+  DynamicBatcher(BatcherOptions options, BoundedQueue<JobPtr>& input, BoundedQueue<Batch>& output);
+  ~DynamicBatcher();  // joins; close the input first
+  DynamicBatcher(const DynamicBatcher&) = delete;
+  DynamicBatcher& operator=(const DynamicBatcher&) = delete;
+
+ private:
+  void run();
+
+  const BatcherOptions options_;
+  BoundedQueue<JobPtr>& input_;
+  BoundedQueue<Batch>& output_;
+  std::jthread thread_;
+};
+
+// Jobs with equal keys may share a batch.
+struct BatchKey {
+  JobKind kind;
+  ImageShape shape;
+  uint32_t max_rank;
+  friend bool operator==(const BatchKey&, const BatchKey&) = default;
+};
+[[nodiscard]] BatchKey batch_key(const Job& job) noexcept;
+
+}  // namespace svdserve

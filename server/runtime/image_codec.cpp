@@ -1,0 +1,141 @@
+#include "server/runtime/image_codec.hpp"
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/errors.hpp"
+#include "kernels/trace.hpp"
+
+namespace svdserve {
+namespace {
+
+void check_dimensions(uint32_t width, uint32_t height, uint32_t channels,
+                      const ImageLimits& limits) {
+  if (width == 0 || height == 0) throw InvalidArgument("image has zero width or height");
+  if (width > limits.max_width || height > limits.max_height) {
+    throw InvalidArgument("image is " + std::to_string(width) + "x" + std::to_string(height) +
+                          ", larger than the server's limit of " +
+                          std::to_string(limits.max_width) + "x" +
+                          std::to_string(limits.max_height) + " (max_image_width/height)");
+  }
+  if (channels != 1 && channels != 3 && channels != 4) {
+    throw InvalidArgument("image has " + std::to_string(channels) +
+                          " channels; 1 (grey), 3 (BGR) or 4 (BGRA) are supported");
+  }
+}
+
+SampleType sample_type_for_depth(int depth) {
+  switch (depth) {
+    case CV_8U: return SampleType::u8;
+    case CV_16U: return SampleType::u16;
+    case CV_32F: return SampleType::f32;
+    default:
+      throw InvalidArgument("unsupported pixel depth; send 8-bit, 16-bit or float32 images");
+  }
+}
+
+// A continuous OpenCV matrix (as imdecode makes, or wrapping request bytes) -> DecodedImage.
+DecodedImage from_mat(const cv::Mat& interleaved) {
+  DecodedImage image;
+  image.shape = {static_cast<uint32_t>(interleaved.cols), static_cast<uint32_t>(interleaved.rows),
+                 static_cast<uint32_t>(interleaved.channels())};
+  image.type = sample_type_for_depth(interleaved.depth());
+  const cv::Mat continuous = interleaved.isContinuous() ? interleaved : interleaved.clone();
+  const auto* first = reinterpret_cast<const std::byte*>(continuous.data);
+  image.samples.assign(first, first + continuous.total() * continuous.elemSize());
+  if (image.type == SampleType::f32) {
+    const auto* values = reinterpret_cast<const float*>(image.samples.data());
+    for (std::size_t i = 0; i < image.shape.values(); ++i) {
+      if (!std::isfinite(values[i])) throw InvalidArgument("image contains NaN or infinite values");
+    }
+  }
+  return image;
+}
+
+}  // namespace
+
+DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits) {
+  trace::ScopedRange range("decode");
+  if (encoded.empty()) throw InvalidArgument("image bytes are empty");
+  if (encoded.size() > limits.max_bytes) {
+    throw InvalidArgument("image is " + std::to_string(encoded.size()) +
+                          " bytes, over the server's max_image_bytes of " +
+                          std::to_string(limits.max_bytes));
+  }
+  const cv::Mat buffer(1, static_cast<int>(encoded.size()), CV_8U,
+                       const_cast<std::byte*>(encoded.data()));
+  cv::Mat decoded;
+  try {
+    decoded = cv::imdecode(buffer, cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    throw InvalidArgument(std::string("could not decode the image: ") + e.what());
+  }
+  if (decoded.empty()) {
+    throw InvalidArgument(
+        "could not decode the image bytes: not a PNG, JPEG, TIFF, BMP, PGM/PPM or WebP file, or "
+        "the file is truncated");
+  }
+  check_dimensions(static_cast<uint32_t>(decoded.cols), static_cast<uint32_t>(decoded.rows),
+                   static_cast<uint32_t>(decoded.channels()), limits);
+  return from_mat(decoded);
+}
+
+DecodedImage decode_image(const v1::ImageInput& input, const ImageLimits& limits) {
+  switch (input.source_case()) {
+    case v1::ImageInput::kEncoded: {
+      const std::string& bytes = input.encoded();
+      return decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), limits);
+    }
+    case v1::ImageInput::kRaw:
+      break;
+    case v1::ImageInput::SOURCE_NOT_SET:
+      throw InvalidArgument("request has no image: set image.encoded or image.raw");
+  }
+  trace::ScopedRange range("convert_raw");
+  const v1::RawImage& raw = input.raw();
+  check_dimensions(raw.width(), raw.height(), raw.channels(), limits);
+  int depth = 0;
+  std::size_t value_bytes = 0;
+  switch (raw.type()) {
+    case v1::PIXEL_TYPE_U8: depth = CV_8U; value_bytes = 1; break;
+    case v1::PIXEL_TYPE_U16: depth = CV_16U; value_bytes = 2; break;
+    case v1::PIXEL_TYPE_F32: depth = CV_32F; value_bytes = 4; break;
+    default:
+      throw InvalidArgument("raw image type is not set; use PIXEL_TYPE_U8, _U16 or _F32");
+  }
+  const std::size_t expected = std::size_t{raw.width()} * raw.height() * raw.channels() * value_bytes;
+  if (raw.data().size() != expected) {
+    throw InvalidArgument("raw image data is " + std::to_string(raw.data().size()) +
+                          " bytes but width*height*channels*bytes_per_value = " +
+                          std::to_string(raw.width()) + "*" + std::to_string(raw.height()) + "*" +
+                          std::to_string(raw.channels()) + "*" + std::to_string(value_bytes) +
+                          " = " + std::to_string(expected));
+  }
+  if (expected > limits.max_bytes) {
+    throw InvalidArgument("raw image is " + std::to_string(expected) +
+                          " bytes, over the server's max_image_bytes of " +
+                          std::to_string(limits.max_bytes));
+  }
+  const cv::Mat wrapped(static_cast<int>(raw.height()), static_cast<int>(raw.width()),
+                        CV_MAKETYPE(depth, static_cast<int>(raw.channels())),
+                        const_cast<char*>(raw.data().data()));
+  return from_mat(wrapped);
+}
+
+std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape) {
+  trace::ScopedRange range("encode_png");
+  const cv::Mat image(static_cast<int>(shape.height), static_cast<int>(shape.width),
+                      CV_MAKETYPE(CV_8U, static_cast<int>(shape.channels)),
+                      const_cast<std::byte*>(pixels.data()));
+  std::vector<uint8_t> png;
+  // Level 1: PNG's size barely changes for photos at higher levels, but time grows severalfold.
+  if (!cv::imencode(".png", image, png, {cv::IMWRITE_PNG_COMPRESSION, 1})) {
+    throw InternalError("PNG encoding failed");
+  }
+  return std::string(png.begin(), png.end());
+}
+
+}  // namespace svdserve

@@ -1,0 +1,353 @@
+#include "server/runtime/pipeline.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+
+#include "kernels/errors.hpp"
+#include "kernels/spectrum.hpp"
+#include "kernels/trace.hpp"
+#include "server/process/logging.hpp"
+#include "server/grpc/status_mapping.hpp"
+
+namespace svdserve {
+namespace {
+
+double micros_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// Called at every stage boundary so that dead requests stop using resources.
+void check_alive(const Job& job) {
+  if (job.is_cancelled && job.is_cancelled()) throw Cancelled("request was cancelled by the client");
+  if (Clock::now() >= job.deadline) {
+    throw DeadlineExceeded(std::string("deadline passed before the ") + job_kind_name(job.kind) +
+                           " job could run; allow a longer deadline or send less at once");
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw InvalidArgument("cannot read '" + path + "'");
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+OutputPixels output_pixels(v1::OutputFormat format) {
+  return format == v1::OUTPUT_FORMAT_RAW_F32 ? OutputPixels::f32 : OutputPixels::u8;
+}
+
+// Against the image's energy when the decomposition was truncated; with every triplet kept, the
+// kept spectrum is exact and the separately summed energy would only add roundoff.
+bool use_image_energy(const Factors& factors) {
+  return factors.rank_kept() < factors.shape().full_rank() && factors.energy() > 0.0;
+}
+
+double error_at_rank(const Factors& factors, uint32_t rank) {
+  return use_image_energy(factors)
+             ? relative_error_at_rank(factors.all_singular_values(), rank, factors.energy())
+             : relative_error_at_rank(factors.all_singular_values(), rank);
+}
+
+}  // namespace
+
+uint32_t resolve_rank(const RankSelection& choice, const Factors& factors) {
+  if (choice.energy_fraction != 0.0) {
+    if (!(choice.energy_fraction > 0.0 && choice.energy_fraction <= 1.0)) {
+      throw InvalidArgument("energy_fraction must be in (0, 1], got " +
+                            std::to_string(choice.energy_fraction));
+    }
+    return use_image_energy(factors)
+               ? rank_for_energy(factors.all_singular_values(), choice.energy_fraction,
+                                 factors.energy())
+               : rank_for_energy(factors.all_singular_values(), choice.energy_fraction);
+  }
+  if (choice.rank == 0) {
+    throw InvalidArgument("rank must be at least 1 (or give energy_fraction instead)");
+  }
+  if (choice.rank > factors.rank_kept()) {
+    throw InvalidArgument("rank " + std::to_string(choice.rank) + " is above the " +
+                          std::to_string(factors.rank_kept()) +
+                          " singular triplets kept for this image; decompose it with a larger "
+                          "max_rank to go higher");
+  }
+  return choice.rank;
+}
+
+Pipeline::Pipeline(PipelineOptions options, Backend& backend, FactorStore& store, Stats& stats)
+    : options_(options),
+      backend_(backend),
+      host_buffers_(backend, options.host_buffer_pool_bytes),
+      store_(store),
+      stats_(stats),
+      decode_queue_(options.queue_capacity),
+      compute_queue_(options.queue_capacity),
+      // Enough batches ready for every worker to pick the next one without waiting.
+      batch_queue_(std::max<std::size_t>(2, 2 * options.worker_threads)) {
+  for (unsigned i = 0; i < options_.loader_threads; ++i) {
+    loaders_.emplace_back([this] { loader_loop(); });
+  }
+  batcher_ = std::make_unique<DynamicBatcher>(options_.batcher, compute_queue_, batch_queue_);
+  for (unsigned i = 0; i < options_.worker_threads; ++i) {
+    workers_.emplace_back([this] { worker_loop(); });
+  }
+}
+
+Pipeline::~Pipeline() { shutdown(); }
+
+void Pipeline::shutdown() {
+  std::call_once(shutdown_once_, [this] {
+    // Close stage by stage, in flow order, so each stage drains into the next before it closes.
+    decode_queue_.close();
+    loaders_.clear();  // joins
+    compute_queue_.close();
+    batcher_.reset();  // joins; closes batch_queue_ after flushing partial batches
+    workers_.clear();  // joins
+    // Batches the workers handed to the backend finish on its completion threads.
+    std::unique_lock lock(idle_mutex_);
+    idle_.wait(lock, [this] { return jobs_in_flight_.load() == 0; });
+  });
+}
+
+void Pipeline::submit(JobPtr job) {
+  jobs_in_flight_.fetch_add(1);  // complete() takes it off again, whatever the outcome
+  job->stage_entered = Clock::now();
+  const bool needs_decode = job->kind != JobKind::reconstruct;
+  auto& queue = needs_decode ? decode_queue_ : compute_queue_;
+  const PushResult result = options_.wait_when_full || job->wait_for_room
+                                ? queue.push_until(job, job->deadline)
+                                : queue.try_push(job);
+  switch (result) {
+    case PushResult::ok:
+      return;
+    case PushResult::full:
+      complete(*job, std::make_exception_ptr(ResourceExhausted(
+                         std::string(needs_decode ? "decode" : "compute") + " queue is full (" +
+                         std::to_string(queue.capacity()) +
+                         " jobs); retry with backoff or raise queue_capacity")));
+      return;
+    case PushResult::closed:
+      complete(*job, std::make_exception_ptr(
+                         Unavailable("server is shutting down and accepts no new work")));
+      return;
+  }
+}
+
+void Pipeline::loader_loop() {
+  trace::name_current_thread("svd-loader");
+  while (std::optional<JobPtr> next = decode_queue_.pop()) {
+    JobPtr job = std::move(*next);
+    try {
+      trace::ScopedRange range("load");
+      job->times.queue_us += micros_since(job->stage_entered);
+      check_alive(*job);
+      const Clock::time_point decode_start = Clock::now();
+      if (!job->source_path.empty()) {
+        const std::string bytes = read_file(job->source_path);
+        job->image = decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())),
+                                    options_.image_limits);
+      } else {
+        job->image = decode_image(*job->input, options_.image_limits);
+      }
+      job->times.decode_us = micros_since(decode_start);
+      job->stage_entered = Clock::now();
+    } catch (...) {
+      complete(*job, std::current_exception());
+      continue;
+    }
+    (void)compute_queue_.push(job);  // waits for room; closed only after loaders are joined
+  }
+}
+
+void Pipeline::worker_loop() {
+  trace::name_current_thread("svd-worker");
+  while (std::optional<Batch> batch = batch_queue_.pop()) {
+    run_batch(std::make_shared<Batch>(std::move(*batch)));
+  }
+}
+
+void Pipeline::run_batch(std::shared_ptr<Batch> batch) {
+  trace::ScopedRange range("batch");
+  // Drop jobs that died while queued: a cancelled job never reaches the backend.
+  std::vector<Job*> live;
+  live.reserve(batch->size());
+  for (JobPtr& job : *batch) {
+    job->times.queue_us += micros_since(job->stage_entered);
+    try {
+      check_alive(*job);
+      live.push_back(job.get());
+    } catch (...) {
+      complete(*job, std::current_exception());
+    }
+  }
+  if (live.empty()) return;
+  stats_.record_batch(live.size());
+  for (Job* job : live) job->times.batch_size = static_cast<uint32_t>(live.size());
+
+  try {
+    switch (live.front()->kind) {
+      case JobKind::decompose: run_decompose(live); break;
+      case JobKind::reconstruct: reconstruct_into_pixels(batch, live); break;
+      case JobKind::compress: run_compress(batch, live); break;
+    }
+  } catch (...) {
+    // The whole batch failed (e.g. a solver error): fail each of its own requests that is not
+    // answered yet, keep serving.
+    const std::exception_ptr error = std::current_exception();
+    log().error("batch failed kind={} size={} error={}", job_kind_name(live.front()->kind),
+                live.size(), to_status(error).error_message());
+    for (Job* job : live) {
+      if (!job->answered) complete(*job, error);
+    }
+  }
+}
+
+void Pipeline::run_decompose(std::vector<Job*>& jobs) {
+  std::vector<const DecodedImage*> images;
+  images.reserve(jobs.size());
+  for (Job* job : jobs) images.push_back(&job->image);
+  const Clock::time_point start = Clock::now();
+  std::vector<std::shared_ptr<const Factors>> factors =
+      backend_.decompose(images, jobs.front()->max_rank);
+  const double compute_us = micros_since(start);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    Job& job = *jobs[i];
+    job.times.compute_us = compute_us;
+    try {
+      job.evicted_ids = store_.insert(job.image_id, factors[i]);
+      job.factors = std::move(factors[i]);
+      job.image = {};  // the samples are no longer needed; free them before answering
+      complete(job, nullptr);
+    } catch (...) {
+      complete(job, std::current_exception());
+    }
+  }
+}
+
+void Pipeline::run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job*>& jobs) {
+  // One decomposition for the batch, deep enough for every job's rank.
+  uint32_t max_rank = 1;
+  const uint32_t full_rank = jobs.front()->image.shape.full_rank();
+  std::vector<Job*> valid;
+  for (Job* job : jobs) {
+    const RankSelection& choice = job->rank_choice;
+    if (choice.energy_fraction == 0.0 && choice.rank > full_rank) {
+      complete(*job, std::make_exception_ptr(InvalidArgument(
+                         "rank " + std::to_string(choice.rank) + " is above the image's full rank " +
+                         std::to_string(full_rank) + " (the smaller of width and height)")));
+      continue;
+    }
+    max_rank = std::max(max_rank, choice.energy_fraction != 0.0 ? full_rank : choice.rank);
+    valid.push_back(job);
+  }
+  if (valid.empty()) return;
+  std::vector<const DecodedImage*> images;
+  for (Job* job : valid) images.push_back(&job->image);
+  const Clock::time_point start = Clock::now();
+  std::vector<std::shared_ptr<const Factors>> factors = backend_.decompose(images, max_rank);
+  const double decompose_us = micros_since(start);
+  for (std::size_t i = 0; i < valid.size(); ++i) {
+    valid[i]->factors = std::move(factors[i]);
+    valid[i]->image = {};
+    valid[i]->times.compute_us = decompose_us;
+  }
+  reconstruct_into_pixels(batch, valid);
+}
+
+PixelBytes Pipeline::output_for(const Job& job, std::size_t bytes) {
+  // PNG's raw pixels never leave the server, so pool memory suits them too: on the GPU the copy
+  // lands there directly, and nothing is zero-filled first.
+  if (job.pixels_in_pool || job.format == v1::OUTPUT_FORMAT_PNG) {
+    return PixelBytes(host_buffers_.acquire(bytes));
+  }
+  return PixelBytes(std::string(bytes, '\0'));
+}
+
+void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
+                                       const std::vector<Job*>& jobs) {
+  // What the completion needs, kept alive until the backend calls it: the batch owns the jobs.
+  struct Pending {
+    std::shared_ptr<Batch> batch;
+    std::vector<Job*> runnable;
+    std::vector<PixelBytes> outputs;  // per runnable job: its pixels (u8 ones on their way to PNG)
+    Clock::time_point start;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->batch = batch;
+  std::vector<ReconstructItem> items;
+  items.reserve(jobs.size());
+  pending->outputs.reserve(jobs.size());  // no reallocation: items point into these buffers
+  pending->runnable.reserve(jobs.size());
+  for (Job* job : jobs) {
+    try {
+      job->rank = resolve_rank(job->rank_choice, *job->factors);
+      const ImageShape& shape = job->factors->shape();
+      const OutputPixels pixels = output_pixels(job->format);
+      const std::size_t bytes = shape.values() * bytes_per_value(pixels);
+      if (bytes > options_.max_output_bytes) {
+        throw ResourceExhausted("the reconstruction is " + std::to_string(bytes) +
+                                " bytes, over max_message_bytes (" +
+                                std::to_string(options_.max_output_bytes) +
+                                "); ask for OUTPUT_FORMAT_PNG or RAW_U8");
+      }
+      PixelBytes& target = pending->outputs.emplace_back(output_for(*job, bytes));
+      items.push_back({job->factors.get(), job->rank, pixels, target.writable()});
+      pending->runnable.push_back(job);
+    } catch (...) {
+      complete(*job, std::current_exception());
+    }
+  }
+  if (items.empty()) return;
+  pending->start = Clock::now();
+  backend_.reconstruct_async(std::move(items), [this, pending](std::exception_ptr error) {
+    finish_reconstruct(pending->runnable, pending->outputs, pending->start, error);
+  });
+}
+
+void Pipeline::finish_reconstruct(const std::vector<Job*>& jobs, std::vector<PixelBytes>& pixels,
+                                  Clock::time_point start, std::exception_ptr error) {
+  const double compute_us = micros_since(start);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    Job& job = *jobs[i];
+    if (error) {
+      pixels[i] = {};  // back to the pool before the answer
+      complete(job, error);
+      continue;
+    }
+    try {
+      job.times.compute_us += compute_us;
+      job.relative_error = error_at_rank(*job.factors, job.rank);
+      if (job.format == v1::OUTPUT_FORMAT_PNG) {
+        const Clock::time_point encode_start = Clock::now();
+        job.pixels = PixelBytes(encode_png(pixels[i].bytes(), job.factors->shape()));
+        pixels[i] = {};  // the raw pixels go back to the pool before the answer
+        job.times.encode_us = micros_since(encode_start);
+      } else {
+        job.pixels = std::move(pixels[i]);
+      }
+      complete(job, nullptr);
+    } catch (...) {
+      pixels[i] = {};
+      complete(job, std::current_exception());
+    }
+  }
+}
+
+void Pipeline::complete(Job& job, std::exception_ptr error) {
+  job.answered = true;
+  try {
+    const double total_us = micros_since(job.arrived);
+    if (job.times.compute_us > 0) stats_.record_job(job.times, total_us);
+    job.on_done(job, error);
+  } catch (const std::exception& e) {
+    // on_done only builds a response and finishes the RPC; an exception here is a bug.
+    log().error("completion handler threw: {}", e.what());
+  } catch (...) {
+    log().error("completion handler threw a non-standard exception");
+  }
+  // Under the lock: once shutdown() sees zero it may destroy the pipeline, so nothing may touch
+  // `this` after the lock is released.
+  std::lock_guard lock(idle_mutex_);
+  if (jobs_in_flight_.fetch_sub(1) == 1) idle_.notify_all();
+}
+
+}  // namespace svdserve

@@ -1,0 +1,104 @@
+#pragma once
+// The producer-consumer pipeline between the RPC handlers and a compute backend:
+//
+//   submit() --> decode queue --> loader threads (read file, decode) --+
+//            \                                                         v
+//             `-(reconstruct: nothing to decode)-------------> compute queue --> batcher
+//                                                                                   |
+//   on_done <-- worker threads (backend compute, store insert, encode) <-- batch queue
+//          <-- (reconstruct: the backend's completion threads finish and encode)
+//
+// Only admission can refuse a job (queue full: RESOURCE_EXHAUSTED, or shutting down:
+// UNAVAILABLE); later stages wait for room, so an admitted job is never dropped.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "server/runtime/bounded_queue.hpp"
+#include "server/runtime/dynamic_batcher.hpp"
+#include "server/runtime/factor_store.hpp"
+#include "server/runtime/host_buffer_pool.hpp"
+#include "server/runtime/image_codec.hpp"
+#include "server/runtime/job.hpp"
+#include "server/process/stats.hpp"
+
+namespace svdserve {
+
+struct PipelineOptions {
+  unsigned loader_threads = 2;
+  unsigned worker_threads = 2;
+  std::size_t queue_capacity = 256;
+  bool wait_when_full = false;  // else reject at once
+  BatcherOptions batcher;
+  ImageLimits image_limits;
+  std::size_t max_output_bytes = 64u << 20;  // one response must fit in a gRPC message
+  std::size_t host_buffer_pool_bytes = 256u << 20;  // cap on recycled output memory
+};
+
+class Pipeline {
+ public:
+  Pipeline(PipelineOptions options, Backend& backend, FactorStore& store, Stats& stats);
+  ~Pipeline();  // shutdown()
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Admits a job or completes it at once (on the calling thread) with RESOURCE_EXHAUSTED or
+  // UNAVAILABLE. Either way job->on_done is called exactly once.
+  void submit(JobPtr job);
+
+  // Refuses new jobs, finishes every admitted one, joins all threads. Idempotent.
+  void shutdown();
+
+  [[nodiscard]] std::size_t decode_queue_depth() const { return decode_queue_.size(); }
+  [[nodiscard]] std::size_t compute_queue_depth() const { return compute_queue_.size(); }
+  [[nodiscard]] int64_t jobs_in_flight() const noexcept { return jobs_in_flight_.load(); }
+  [[nodiscard]] HostBufferPoolStats host_buffer_stats() const { return host_buffers_.stats(); }
+
+ private:
+  void loader_loop();
+  void worker_loop();
+  void run_batch(std::shared_ptr<Batch> batch);
+  void run_decompose(std::vector<Job*>& jobs);
+  void run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job*>& jobs);
+  // Starts reconstructing each job at its rank from job->factors and returns; the backend's
+  // completion (finish_reconstruct) fills job->pixels, encodes PNG and answers. `batch` owns jobs.
+  void reconstruct_into_pixels(const std::shared_ptr<Batch>& batch, const std::vector<Job*>& jobs);
+  void finish_reconstruct(const std::vector<Job*>& jobs, std::vector<PixelBytes>& pixels,
+                          Clock::time_point start, std::exception_ptr error);
+  // Where a job's reconstruction is written: pool memory or a string (see Job::pixels_in_pool).
+  [[nodiscard]] PixelBytes output_for(const Job& job, std::size_t bytes);
+  void complete(Job& job, std::exception_ptr error);
+
+  const PipelineOptions options_;
+  Backend& backend_;
+  // Before the queues and threads: outputs come from it until the last job is done, and buffers
+  // handed to gRPC may come back even later (they keep the pool's bookkeeping alive themselves).
+  HostBufferPool host_buffers_;
+  FactorStore& store_;
+  Stats& stats_;
+
+  BoundedQueue<JobPtr> decode_queue_;
+  BoundedQueue<JobPtr> compute_queue_;
+  BoundedQueue<Batch> batch_queue_;
+  std::vector<std::jthread> loaders_;
+  std::unique_ptr<DynamicBatcher> batcher_;
+  std::vector<std::jthread> workers_;
+  std::once_flag shutdown_once_;
+  std::atomic<int64_t> jobs_in_flight_{0};
+  std::mutex idle_mutex_;             // with idle_: shutdown waits for jobs_in_flight_ == 0
+  std::condition_variable idle_;
+};
+
+// Picks the rank for a request against the factors' spectrum; throws InvalidArgument when the
+// rank is 0, above the kept rank, or the energy fraction is outside (0, 1].
+[[nodiscard]] uint32_t resolve_rank(const RankSelection& choice, const Factors& factors);
+
+}  // namespace svdserve
