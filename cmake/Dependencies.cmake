@@ -45,6 +45,18 @@ if(NOT SVDSERVE_CUDA STREQUAL "OFF")
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # The architectures every CUDA target builds for, unless -DCMAKE_CUDA_ARCHITECTURES or
+    # $CUDAARCHS names others: sm_80 (A100), sm_90a (H100/H200: sm_90 plus the wgmma kernel's
+    # Hopper-only instructions) and PTX for compute_90 (newer GPUs compile it at load, without
+    # wgmma). A cache entry CMake filled with the compiler's own default ("CUDA architectures")
+    # is nobody's choice and is replaced too.
+    set(_svdserve_cuda_architectures "80-real;90a-real;90-virtual")
+    get_property(_svdserve_cuda_architectures_help CACHE CMAKE_CUDA_ARCHITECTURES PROPERTY HELPSTRING)
+    if(NOT DEFINED ENV{CUDAARCHS} AND (NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR
+        _svdserve_cuda_architectures_help STREQUAL "CUDA architectures"))
+      set(CMAKE_CUDA_ARCHITECTURES "${_svdserve_cuda_architectures}" CACHE STRING
+        "CUDA architectures to build for (default ${_svdserve_cuda_architectures})" FORCE)
+    endif()
     enable_language(CUDA)
     # CMake 3.25 (Debian 12) knows no C++20 flag for nvcc (3.26 does); teach it, so that
     # CUDA_STANDARD 20 works there too.
@@ -61,7 +73,11 @@ endif()
 if(NOT SVDSERVE_WITH_CUDA)
   set(SVDSERVE_WITH_CUDA OFF)
 endif()
-message(STATUS "svdserve: CUDA backend ${SVDSERVE_WITH_CUDA}")
+if(SVDSERVE_WITH_CUDA)
+  message(STATUS "svdserve: CUDA backend ON (architectures ${CMAKE_CUDA_ARCHITECTURES})")
+else()
+  message(STATUS "svdserve: CUDA backend OFF")
+endif()
 
 find_path(NVTX3_INCLUDE_DIR nvtx3/nvToolsExt.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
 if(NVTX3_INCLUDE_DIR)
