@@ -49,6 +49,7 @@ void throw_cusolver_error(cusolverStatus_t status, const char* call, const char*
 
 void log_if_failed(cudaError_t error, const char* call) noexcept {
   if (error != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
     std::fprintf(stderr, "svdserve: %s failed in a destructor: %s\n", call, cudaGetErrorName(error));
   }
 }

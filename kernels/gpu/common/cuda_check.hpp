@@ -2,6 +2,10 @@
 // One check macro per CUDA library. Each records the call, file, line and the error's name and
 // throws a typed svdserve::Error: out-of-memory becomes ResourceExhausted (the request can be
 // retried or the budget lowered), everything else InternalError. Plain C++: no nvcc needed.
+// A failed CUDA runtime call also stays recorded as the thread's last error; like RMM_CUDA_TRY,
+// the runtime macros clear it (cudaGetLastError) before throwing, so that a failure that is not
+// sticky (a refused allocation, a bad argument) is reported once, by its own exception, and not
+// again by the next launch check of unrelated work on this thread. Sticky errors stay.
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -25,6 +29,7 @@ namespace svdserve::gpu::detail {
   do {                                                                                 \
     const cudaError_t svdserve_cuda_status = (call);                                   \
     if (svdserve_cuda_status != cudaSuccess) {                                         \
+      static_cast<void>(cudaGetLastError());                                           \
       ::svdserve::gpu::detail::throw_cuda_error(svdserve_cuda_status, #call, __FILE__, \
                                                 __LINE__);                             \
     }                                                                                  \
@@ -51,7 +56,7 @@ namespace svdserve::gpu::detail {
     }                                                                                        \
   } while (0)
 
-// In destructors: log and carry on, never throw.
+// In destructors: log, clear the last error as above and carry on, never throw.
 #define SVDSERVE_CUDA_CHECK_NOTHROW(call) ::svdserve::gpu::detail::log_if_failed((call), #call)
 
 namespace svdserve::gpu::detail {

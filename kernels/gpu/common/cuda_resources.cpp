@@ -80,7 +80,11 @@ void PinnedMemory::free(void* pointer) noexcept {
 
 bool cuda_device_available() noexcept {
   int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());  // "no device" is an answer, not a pending error
+    return false;
+  }
+  return count > 0;
 }
 
 }  // namespace svdserve::gpu
