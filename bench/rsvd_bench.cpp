@@ -1,12 +1,12 @@
-// Speed and accuracy of the batched randomized SVD (kernels/gpu/randomized_svd) in one run, on
+// Speed and accuracy of the batched randomized SVD (kernels/gpu/svd/randomized_svd) in one run, on
 // real photos (grey, resized, cycled through the batch), against the performance targets:
 //   256 x 256,   batch 512, rank 64: >= 20,000 matrices/s
 //   1024 x 1024, batch 32,  rank 64: >=  2,000 matrices/s
 //   both: rank-k error <= 1.001 x the optimum (float64 LAPACK) on the first 2 matrices.
 // Timed with CUDA events on the solver's stream after warm-up (solve() ends with one stream
 // sync to read its status; that is part of the cost a caller pays, so it is inside the timing).
-// Then a few more solves with the per-stage timer (RandomizedSvdOptions::stage_timer) print
-// where the time goes; those are not part of the matrices/s figure.
+// Then a few more solves with the per-stage timer (rsvd_stage_timer.hpp) print where the time
+// goes; those are not part of the matrices/s figure.
 //
 // Variants (--variant, comma-separated) compare solver options in one run; a name is
 // pPqQ[-tolE]: oversampling P, power iterations Q, Jacobi tolerance 1e-E (default 14).
@@ -34,9 +34,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/rsvd_stage_timer.hpp"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
-#include "kernels/gpu/svd/solver.hpp"
 #include "kernels/gpu/svd/randomized_svd.hpp"
 
 namespace {
@@ -48,9 +48,8 @@ constexpr int kCheckedMatrices = 2;
 constexpr int kWarmupSolves = 2;
 constexpr int kBreakdownSolves = 5;
 constexpr int kDefaultJacobiToleranceExponent = 14;
-// Production options first (l = 96: 2-3 blocks per SM for the one-block kernels), then the
-// previous default (l = 128) and a middle sketch (l = 112). The H100 run that chose p32q4 also
-// measured Jacobi tolerance 1e-10 (no gain): docs/performance-log.md.
+// Production options first (l = 96: 2-3 blocks per SM for the one-block kernels), then a wider
+// sketch with one iteration less (l = 128) and a middle one (l = 112).
 constexpr const char* kDefaultVariants = "p32q4,p64q3,p48q3";
 
 struct Variant {
@@ -209,9 +208,9 @@ Result run_case(const BenchCase& c, const Variant& variant, const std::string& f
   stop.synchronize();
   const double seconds = gpu::Event::elapsed_ms(start, stop) / 1e3;
 
-  gpu::RandomizedSvdStageTimer stage_timer;
+  bench::RandomizedSvdStageTimer stage_timer;
   gpu::RandomizedSvdOptions timed_options = options;
-  timed_options.stage_timer = &stage_timer;
+  timed_options.stage_observer = &stage_timer;
   for (int i = 0; i < kBreakdownSolves; ++i) solver.solve(batch, timed_options);
 
   Result result{variant.name, c, gpu::RandomizedSvd::sketch_columns(c.side, c.rank, options),
@@ -255,7 +254,7 @@ void print_breakdown(const Result& r) {
   for (std::size_t i = 0; i < r.stage_ms.size(); ++i) {
     const double percent = staged_ms > 0.0 ? 100.0 * r.stage_ms[i] / staged_ms : 0.0;
     std::printf("      %-22s %9.3f ms %5.1f%%\n",
-                std::string(gpu::rsvd_stage_name(static_cast<gpu::RsvdStage>(i))).c_str(),
+                std::string(bench::rsvd_stage_name(static_cast<gpu::RsvdStage>(i))).c_str(),
                 r.stage_ms[i], percent);
   }
   std::printf("      %-22s %9.3f ms\n", "sum", staged_ms);
@@ -275,7 +274,7 @@ void write_json(const std::string& path, const std::vector<Result>& results) {
          << ", \"pass\": " << (r.pass ? "true" : "false") << ", \"stage_ms\": {";
     for (std::size_t k = 0; k < r.stage_ms.size(); ++k) {
       json << (k ? ", " : "") << "\""
-           << gpu::rsvd_stage_name(static_cast<gpu::RsvdStage>(k)) << "\": " << r.stage_ms[k];
+           << bench::rsvd_stage_name(static_cast<gpu::RsvdStage>(k)) << "\": " << r.stage_ms[k];
     }
     json << "}}";
   }

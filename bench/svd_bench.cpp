@@ -40,10 +40,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench/svd_methods.hpp"
 #include "kernels/cpu/svd.hpp"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
-#include "kernels/gpu/svd/solver.hpp"
+#include "kernels/gpu/svd/gesvda.hpp"
 #include "tests/test_paths.hpp"
 
 namespace {
@@ -58,7 +59,7 @@ constexpr double kMinTimedS = 0.2;        // repeat fast solves until about this
 constexpr int kMaxRepeats = 5;
 constexpr int kAccuracyMatrices = 2;
 constexpr int kSmallRank = 16;
-constexpr double kAccurateRatio = 1.001;  // the bar for "as good as the optimum"
+constexpr double kAccurateRatio = 1.001;  // the bar for "as good as the optimum"
 // At full rank the optimum is 0 and fp32 roundoff decides: CPU sgesdd measured 2e-5 relative at
 // 1024^2, so 1e-4 separates roundoff from a wrong factorisation.
 constexpr double kFullRankRelativeBound = 1e-4;
@@ -73,34 +74,36 @@ struct Shape {
 struct Method {
   std::string name;
   bool cpu = false;
-  gpu::SvdMethod gpu_method = gpu::SvdMethod::gesvd;
-  gpu::SvdOptions options;
+  bench::SvdBenchMethod gpu_method = bench::SvdBenchMethod::gesvd;
+  bench::SvdBenchOptions options;
   bool full_svd = false;  // cost independent of the rank: solved once per size at full rank
   bool batched = false;   // one call for the batch: warm up with the timed count
   bool top_k_only = false;
 };
 
-Method gpu_method(std::string name, gpu::SvdMethod solver_method) {
+Method gpu_method(std::string name, bench::SvdBenchMethod solver_method) {
+  using bench::SvdBenchMethod;
   Method m;
   m.name = std::move(name);
   m.gpu_method = solver_method;
-  m.full_svd = solver_method == gpu::SvdMethod::gesvd || solver_method == gpu::SvdMethod::gesvdj;
-  m.batched = solver_method == gpu::SvdMethod::gesvda_batched ||
-              solver_method == gpu::SvdMethod::gesvda_unchecked ||
-              solver_method == gpu::SvdMethod::randomized;
-  m.top_k_only = solver_method == gpu::SvdMethod::gesvdr ||
-                 solver_method == gpu::SvdMethod::randomized;
+  m.full_svd = solver_method == SvdBenchMethod::gesvd || solver_method == SvdBenchMethod::gesvdj;
+  m.batched = solver_method == SvdBenchMethod::gesvda_batched ||
+              solver_method == SvdBenchMethod::gesvda_unchecked ||
+              solver_method == SvdBenchMethod::randomized;
+  m.top_k_only = solver_method == SvdBenchMethod::gesvdr ||
+                 solver_method == SvdBenchMethod::randomized;
   return m;
 }
 
 std::vector<Method> methods() {
+  using bench::SvdBenchMethod;
   std::vector<Method> list;
-  list.push_back(gpu_method("gesvda_unchecked", gpu::SvdMethod::gesvda_unchecked));
-  list.push_back(gpu_method("gesvda_batched", gpu::SvdMethod::gesvda_batched));
-  list.push_back(gpu_method("gesvdj", gpu::SvdMethod::gesvdj));
-  list.push_back(gpu_method("gesvd", gpu::SvdMethod::gesvd));
+  list.push_back(gpu_method("gesvda_unchecked", SvdBenchMethod::gesvda_unchecked));
+  list.push_back(gpu_method("gesvda_batched", SvdBenchMethod::gesvda_batched));
+  list.push_back(gpu_method("gesvdj", SvdBenchMethod::gesvdj));
+  list.push_back(gpu_method("gesvd", SvdBenchMethod::gesvd));
   for (int iterations : {2, 4}) {
-    Method m = gpu_method("gesvdr_it" + std::to_string(iterations), gpu::SvdMethod::gesvdr);
+    Method m = gpu_method("gesvdr_it" + std::to_string(iterations), SvdBenchMethod::gesvdr);
     m.options.gesvdr_iterations = iterations;  // oversampling: as many as the rank (default)
     list.push_back(m);
   }
@@ -109,8 +112,8 @@ std::vector<Method> methods() {
   cpu.cpu = true;
   cpu.full_svd = true;
   list.push_back(cpu);
-  // Our batched randomized SVD (kernels/gpu/randomized_svd.hpp), with its default sketch.
-  list.push_back(gpu_method("randomized", gpu::SvdMethod::randomized));
+  // Our batched randomized SVD (kernels/gpu/svd/randomized_svd.hpp), with its default sketch.
+  list.push_back(gpu_method("randomized", SvdBenchMethod::randomized));
   return list;
 }
 
@@ -260,7 +263,7 @@ struct GpuContext {
   gpu::Stream stream;
   gpu::CusolverHandle cusolver{stream.view()};
   gpu::CublasHandle cublas{stream.view()};
-  gpu::GpuSvdSolver solver{stream.view(), cusolver.value(), cublas.value()};
+  bench::SvdBenchSolver solver{stream.view(), cusolver.value(), cublas.value()};
   gpu::DeviceBuffer a, u, s, v;
 };
 
@@ -268,7 +271,7 @@ struct GpuContext {
 // kAccuracyMatrices.
 struct SolveResult {
   double seconds = 0.0;
-  gpu::SvdReport report;
+  bench::SvdBenchReport report;
   std::vector<HostFactors> factors;
 };
 
@@ -529,7 +532,7 @@ int main(int argc, char** argv) {
             // gesvda); this is also the warm-up of per-matrix workspaces.
             const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
             const int probe_count =
-                method.gpu_method == gpu::SvdMethod::gesvda_unchecked && !method.cpu
+                method.gpu_method == bench::SvdBenchMethod::gesvda_unchecked && !method.cpu
                     ? shape.batch
                 : method.cpu ? std::min<int>(shape.batch, threads)
                              : 1;
@@ -570,8 +573,8 @@ int main(int argc, char** argv) {
           cell.recomputed = result.report.recomputed;
           cell.not_converged = result.report.not_converged;
           cell.info_failures = result.report.info_failures;
-          if (method.gpu_method == gpu::SvdMethod::gesvda_batched ||
-              method.gpu_method == gpu::SvdMethod::gesvda_unchecked) {
+          if (method.gpu_method == bench::SvdBenchMethod::gesvda_batched ||
+              method.gpu_method == bench::SvdBenchMethod::gesvda_unchecked) {
             if (!method.cpu) cell.identity_error = result.report.worst_identity_error;
           }
           // Accuracy of the leading matrices, worst of them.
@@ -662,7 +665,7 @@ int main(int argc, char** argv) {
                 cell.shape.c_str(), cell.rank, format_ratio(cell.worst_k_rank).c_str(),
                 cell.identity_error,
                 cell.worst_k_rank.relative ? "full rank: see relative error"
-                : accurate && cell.identity_error > gpu::GpuSvdSolver::kIdentityTolerance
+                : accurate && cell.identity_error > gpu::kGesvdaIdentityTolerance
                     ? "ACCURATE, check too strict"
                 : accurate ? "accurate, check passes"
                            : "INACCURATE");

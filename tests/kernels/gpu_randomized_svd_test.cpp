@@ -1,4 +1,4 @@
-// The batched randomized SVD (kernels/gpu/randomized_svd) against float64 LAPACK (dgesdd), on
+// The batched randomized SVD (kernels/gpu/svd/randomized_svd) against float64 LAPACK (dgesdd), on
 // matrices with a known spectrum and on the real photos (grey, resized), square and m > n,
 // ranks 1..128, default options. Skips in SetUp without a CUDA device (CTest label gpu).
 //
@@ -33,7 +33,6 @@
 #include "kernels/errors.hpp"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
-#include "kernels/gpu/svd/solver.hpp"
 #include "kernels/gpu/svd/randomized_svd.hpp"
 #include "reference_svd.hpp"
 #include "test_images.hpp"
@@ -342,24 +341,48 @@ std::string options_case_name(const ::testing::TestParamInfo<OptionsCase>& param
 INSTANTIATE_TEST_SUITE_P(Options, GpuRandomizedSvdOptionsTest,
                          ::testing::ValuesIn(kOptionsCases), options_case_name);
 
-TEST(RandomizedSvdStageTimer, EveryStageHasAName) {
-  for (std::size_t i = 0; i < gpu::kRsvdStageCount; ++i) {
-    EXPECT_NE(gpu::rsvd_stage_name(static_cast<gpu::RsvdStage>(i)), "?");
+// Records what a solve tells its stage observer (RandomizedSvdOptions::stage_observer).
+class RecordingObserver final : public gpu::RsvdStageObserver {
+ public:
+  void started(gpu::StreamView stream) override {
+    events.push_back("started");
+    streams.push_back(stream.value());
   }
-}
+  void finished(gpu::RsvdStage stage, gpu::StreamView stream) override {
+    events.push_back("finished");
+    stages.push_back(stage);
+    streams.push_back(stream.value());
+  }
+  void solved() override { events.push_back("solved"); }
 
-TEST_F(GpuRandomizedSvdTest, StageTimerSeesEveryStageOfASolve) {
+  std::vector<std::string> events;
+  std::vector<gpu::RsvdStage> stages;
+  std::vector<cudaStream_t> streams;
+};
+
+TEST_F(GpuRandomizedSvdTest, StageObserverSeesEveryStageOfASolveInOrder) {
   const std::vector<HostMatrix> matrices(2, photo_matrix("baboon.jpg", 256, 256));
-  gpu::RandomizedSvdStageTimer timer;
+  RecordingObserver observer;
   gpu::RandomizedSvdOptions options;
-  options.stage_timer = &timer;
-  (void)run(matrices, 256, 256, 16, options);
-  ASSERT_EQ(timer.solves(), 1);
+  options.stage_observer = &observer;
+  const Outputs out = run(matrices, 256, 256, 16, options);
+  check_matrix(matrices[0], out, 0, 256, 256, 16);  // observing changes nothing
+
+  ASSERT_GE(observer.events.size(), 3U);
+  EXPECT_EQ(observer.events.front(), "started");
+  EXPECT_EQ(observer.events.back(), "solved");
+  EXPECT_EQ(std::count(observer.events.begin(), observer.events.end(), "started"), 1);
+  EXPECT_EQ(std::count(observer.events.begin(), observer.events.end(), "solved"), 1);
+  ASSERT_FALSE(observer.stages.empty());
+  EXPECT_EQ(observer.stages.front(), gpu::RsvdStage::sketch_gemm);
+  EXPECT_EQ(observer.stages.back(), gpu::RsvdStage::status);
   for (std::size_t i = 0; i < gpu::kRsvdStageCount; ++i) {
     const auto stage = static_cast<gpu::RsvdStage>(i);
-    EXPECT_GT(timer.ms_per_solve(stage), 0.0) << gpu::rsvd_stage_name(stage);
+    EXPECT_NE(std::find(observer.stages.begin(), observer.stages.end(), stage),
+              observer.stages.end())
+        << "stage " << i << " never finished";
   }
-  EXPECT_GT(timer.total_ms_per_solve(), 0.0);
+  for (const cudaStream_t stream : observer.streams) EXPECT_EQ(stream, stream_->view().value());
 }
 
 TEST_F(GpuRandomizedSvdTest, FlatImageGivesExactRankOneAndZeros) {

@@ -1,7 +1,7 @@
 #pragma once
 // Batched randomized truncated SVD (Halko, Martinsson, Tropp 2011, algorithm 4.4 + 5.1), built
-// for image spectra, which decay slowly: the rank-k error stays within 1.001x of the optimum
-// with the default options (bench/rsvd_prototype.py is the evidence).
+// for image spectra, which decay slowly: with the default options the rank-k error stays within
+// 1.001x of the optimum (RandomizedSvdOptions gives the measurements).
 //
 // Per batch, every step is one strided-batched call or one kernel launch for all matrices:
 //   l = min(rank + oversampling, n);  Omega (n x l) Gaussian, shared by the batch
@@ -18,41 +18,64 @@
 // passes of 2ml^2 (fp64 tensor cores) and 8 of 2ml^2 (fp32): ~0.5 GFLOP; Jacobi O(sweeps l^3).
 // The fp32 GEMMs should dominate.
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/gpu/common/cuda_resources.hpp"
-#include "kernels/gpu/svd/solver.hpp"
-#include "kernels/gpu/svd/randomized_svd_stage_timer.hpp"
+#include "kernels/gpu/svd/svd_batch.hpp"
 
 namespace svdserve::gpu {
 
+// The stages of a solve, in the order they run (the ortho_* stages and power_gemm repeat).
+enum class RsvdStage {
+  sketch_gemm,       // Y = A Omega (and Omega itself)
+  ortho_widen,       // CholeskyQR: X to float64
+  ortho_gram,        // CholeskyQR: X^T X (DGEMM)
+  ortho_cholesky,    // CholeskyQR: R and R^-1 (one-block kernel)
+  ortho_apply,       // CholeskyQR: X R^-1 (SGEMM)
+  power_gemm,        // A^T Q and A Z
+  project_gemm,      // B = Q^T A
+  eigen_gram,        // B to float64 and B B^T (DGEMM)
+  eigen_solve,       // Jacobi on B B^T (one-block kernel)
+  factor_gemm,       // U = Q W, V = B^T W, unit columns
+  status,            // info copy and the final stream sync
+};
+inline constexpr std::size_t kRsvdStageCount = static_cast<std::size_t>(RsvdStage::status) + 1;
+
+// Told where a solve is, so that a benchmark can time its stages: started() before the first
+// stage is enqueued, finished(stage) once each stage is enqueued on `stream`, solved() after the
+// solve's final stream sync.
+class RsvdStageObserver {
+ public:
+  virtual ~RsvdStageObserver() = default;
+  virtual void started(StreamView stream) = 0;
+  virtual void finished(RsvdStage stage, StreamView stream) = 0;
+  virtual void solved() = 0;
+};
+
 struct RandomizedSvdOptions {
-  // Extra sketch columns beyond the rank, and subspace iterations. Measured on the H100
-  // (svdserve_rsvd_bench, rank 64, photos): 32 and 4 give error ratios 1.00006 (256^2) and
-  // 1.0003 (1024^2) at 31,100 and 4,500 matrices/s; 64 and 3 give 1.000003 and 1.00005 at only
-  // 13,500 and 2,900/s (the Jacobi and Cholesky kernels grow as l^3); 32 and 2 miss 1.001
-  // (1.006, 1.008 in bench/rsvd_prototype.py).
+  // Extra sketch columns beyond the rank, and subspace iterations. Photos, rank 64 (H100):
+  //   p32 q4: 1.00006x / 1.0003x the optimal error at 31,100 / 4,500 matrices/s (256^2 / 1024^2)
+  //   p64 q3: 1.000003x / 1.00005x at 13,500 / 2,900/s (the one-block kernels grow as l^3)
+  //   p32 q2: 1.006x / 1.008x, past 1.001x
   int oversampling = 32;
   int power_iterations = 4;
-  // The sketch is never narrower than this (up to n): small ranks get the accuracy of rank 64 at
-  // rank 64's cost. With l = rank + 32 alone, rank 16 (l = 48) left the 7th singular value of a
-  // gradient image 2e-4 off and baboon's rank-16 pixels 2 levels from LAPACK's (H100 run).
+  // The sketch is never narrower than this (up to n): small ranks get rank 64's accuracy at its
+  // cost. l = rank 16 + 32: gradient.png's s_7 2e-4 off, baboon's pixels 2 levels off (H100).
   int min_sketch_columns = 96;
   uint64_t seed = 0x5eed'2024'0b5e'55edULL;
   // Jacobi rotates while |g_pq| > tol sqrt(g_pp g_qq). 1e-14 is float64 noise; the fp32 outputs
-  // only need the eigenvectors to ~1e-7, i.e. tol / (relative eigenvalue gap), so a looser
-  // tolerance can save the last sweep (compare in svdserve_rsvd_bench --variant).
+  // need the eigenvectors to ~1e-7 only, but 1e-10 saved no time (H100, photos, rank 64).
   double jacobi_tolerance = 1e-14;
-  // Benchmarks only: per-stage CUDA-event timing of every solve. Null: nothing is recorded.
-  RandomizedSvdStageTimer* stage_timer = nullptr;
+  // Benchmarks only (bench/rsvd_stage_timer.hpp). Null: nothing is called.
+  RsvdStageObserver* stage_observer = nullptr;
 };
 
 class RandomizedSvd {
  public:
   // The widest sketch the one-block kernels hold in shared memory (Cholesky: l^2 doubles; Jacobi:
   // l^2/2 doubles + l^2 floats, ~205 KB at 160). Wider requests are capped here and get one more
-  // power iteration to make up for it (rank 128: p = 32, q = 4; ratio 1.0007 at 1024^2 in the
-  // prototype); ranks above it are refused.
+  // power iteration to make up for it (randomized_svd.cpp); ranks above it are refused.
   static constexpr int kMaxSketchColumns = 160;
 
   // cusolver is accepted for interface symmetry with GpuSvdSolver; the solve uses its own kernels
@@ -72,9 +95,11 @@ class RandomizedSvd {
   [[nodiscard]] static int sketch_columns(int n, int rank, const RandomizedSvdOptions& options);
 
  private:
+  class StageMarks;  // the observer's calls, or none
+
   // Replaces x (rows x l per matrix) by an orthonormal basis of its range; x and spare swap.
   void orthonormalise(float*& x, float*& spare, int rows, int l, int count, int passes,
-                      const RsvdStageMarks& marks);
+                      const StageMarks& marks);
 
   StreamView stream_;
   cublasHandle_t cublas_;

@@ -1,6 +1,8 @@
-#include "kernels/gpu/svd/randomized_svd_stage_timer.hpp"
+#include "bench/rsvd_stage_timer.hpp"
 
-namespace svdserve::gpu {
+namespace svdserve::bench {
+
+using gpu::RsvdStage;
 
 std::string_view rsvd_stage_name(RsvdStage stage) noexcept {
   switch (stage) {
@@ -19,27 +21,26 @@ std::string_view rsvd_stage_name(RsvdStage stage) noexcept {
   return "?";
 }
 
-void RandomizedSvdStageTimer::start(StreamView stream) {
-  recorded_ = 0;
+void RandomizedSvdStageTimer::started(gpu::StreamView stream) {
   stages_.clear();
   if (events_.empty()) events_.emplace_back(true);
   events_[0].record(stream);
   recorded_ = 1;
 }
 
-void RandomizedSvdStageTimer::finished(RsvdStage stage, StreamView stream) {
+void RandomizedSvdStageTimer::finished(RsvdStage stage, gpu::StreamView stream) {
   if (recorded_ == events_.size()) events_.emplace_back(true);
   events_[recorded_].record(stream);
   ++recorded_;
   stages_.push_back(stage);
 }
 
-void RandomizedSvdStageTimer::collect() {
+void RandomizedSvdStageTimer::solved() {
   if (recorded_ == 0) return;
   events_[recorded_ - 1].synchronize();
   for (std::size_t i = 0; i < stages_.size(); ++i) {
     total_ms_[static_cast<std::size_t>(stages_[i])] +=
-        Event::elapsed_ms(events_[i], events_[i + 1]);
+        gpu::Event::elapsed_ms(events_[i], events_[i + 1]);
   }
   ++solves_;
   recorded_ = 0;
@@ -61,4 +62,4 @@ double RandomizedSvdStageTimer::total_ms_per_solve() const noexcept {
   return solves_ == 0 ? 0.0 : total / solves_;
 }
 
-}  // namespace svdserve::gpu
+}  // namespace svdserve::bench
