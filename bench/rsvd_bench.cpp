@@ -14,8 +14,9 @@
 //
 // usage: svdserve_rsvd_bench [--quick] [--json FILE] [--images DIR] [--variant V1,V2,...]
 //                            [--oversampling P] [--power-iterations Q]
-// Prints one line per case and "PASS"/"FAIL" per target; exit status 0 only if the first
-// variant passes every target.
+// The photos come from --images or SVDSERVE_TEST_IMAGES. Prints one line per case and
+// "PASS"/"FAIL" per target; exit status 0 only if the first variant passes every target, 2 for a
+// usage error.
 
 #include <cblas.h>
 #include <cuda_runtime_api.h>
@@ -29,11 +30,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "bench/bench_images.hpp"
 #include "bench/rsvd_stage_timer.hpp"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
@@ -286,7 +289,7 @@ void write_json(const std::string& path, const std::vector<Result>& results) {
 int main(int argc, char** argv) {
   bool quick = false;
   std::string json_path;
-  std::string folder = SVDSERVE_TEST_IMAGES;
+  std::string images_flag;
   std::string variant_list = kDefaultVariants;
   int oversampling = -1;
   int power_iterations = -1;
@@ -297,7 +300,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--json" && i + 1 < argc) {
       json_path = argv[++i];
     } else if (arg == "--images" && i + 1 < argc) {
-      folder = argv[++i];
+      images_flag = argv[++i];
     } else if (arg == "--variant" && i + 1 < argc) {
       variant_list = argv[++i];
     } else if (arg == "--oversampling" && i + 1 < argc) {
@@ -310,9 +313,11 @@ int main(int argc, char** argv) {
                    "[--oversampling P] [--power-iterations Q]\n"
                    "  variant: pPqQ[-tolE] (default %s)\n",
                    argv[0], kDefaultVariants);
-      return 2;
+      return bench::kUsageExitCode;
     }
   }
+  const std::optional<std::string> folder = bench::images_folder(argv[0], images_flag);
+  if (!folder) return bench::kUsageExitCode;
   // The old single-variant flags still work: they name one variant.
   if (oversampling >= 0 || power_iterations >= 0) {
     const gpu::RandomizedSvdOptions defaults;
@@ -328,7 +333,7 @@ int main(int argc, char** argv) {
     variants = parse_variants(variant_list);
   } catch (const std::invalid_argument& error) {
     std::fprintf(stderr, "%s\n", error.what());
-    return 2;
+    return bench::kUsageExitCode;
   }
   if (!gpu::cuda_device_available()) {
     std::fprintf(stderr, "no CUDA device\n");
@@ -348,7 +353,13 @@ int main(int argc, char** argv) {
                 "matrices/s", "GEMM TF/s", "err ratio", "top8 sv rel", "result");
     bool all_pass = true;
     for (const BenchCase& c : cases) {
-      const Result r = run_case(c, variant, folder, timed_solves);
+      Result r;
+      try {
+        r = run_case(c, variant, *folder, timed_solves);
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "FAIL: %dx%d: %s\n", c.side, c.side, error.what());
+        return 1;
+      }
       std::printf(
           "%4dx%-5d %6d %5d %4d %14.0f %10.2f %12.6f %12.2e %s (target %.0f/s, ratio <= %.3f)\n",
           c.side, c.side, c.count, c.rank, r.sketch_columns, r.matrices_per_s,

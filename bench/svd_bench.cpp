@@ -14,7 +14,8 @@
 // sgesdd compute the full SVD whatever the rank, so they run once per size at full rank and each
 // max rank reads its leading columns.
 //
-// usage: svdserve_svd_bench [--quick] [--json FILE] [--images DIR]
+// usage: svdserve_svd_bench [--quick] [--json FILE] [--images DIR] [--cpu-only]
+// The photos come from --images or SVDSERVE_TEST_IMAGES; exit status 2 for a usage error.
 
 #include <cblas.h>
 #include <cuda_runtime_api.h>
@@ -40,12 +41,12 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_images.hpp"
 #include "bench/svd_methods.hpp"
 #include "kernels/cpu/svd.hpp"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
 #include "kernels/gpu/svd/gesvda.hpp"
-#include "tests/test_paths.hpp"
 
 namespace {
 
@@ -392,19 +393,22 @@ int main(int argc, char** argv) {
   bool quick = false;
   bool cpu_only = false;
   std::string json_path;
-  std::string images_dir = svdserve::test::test_images_dir();
+  std::string images_flag;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") quick = true;
     else if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
-    else if (arg == "--images" && i + 1 < argc) images_dir = argv[++i];
+    else if (arg == "--images" && i + 1 < argc) images_flag = argv[++i];
     else if (arg == "--cpu-only") cpu_only = true;  // checks the host side without a GPU
     else {
       std::fprintf(stderr,
                    "usage: svdserve_svd_bench [--quick] [--json FILE] [--images DIR] [--cpu-only]\n");
-      return 2;
+      return bench::kUsageExitCode;
     }
   }
+  const std::optional<std::string> images = bench::images_folder(argv[0], images_flag);
+  if (!images) return bench::kUsageExitCode;
+  const std::string& images_dir = *images;
   if (!cpu_only && !gpu::cuda_device_available()) {
     std::fprintf(stderr, "FAIL: no CUDA device\n");
     return 1;
