@@ -142,12 +142,11 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(unsigned workers)
       : svd_workspaces_(workers), reconstruct_workspaces_(workers), pool_(workers) {
     // Parallelism comes from our workers (one task per plane, or per row band when
-    // reconstructing), each calling single-threaded OpenBLAS. Measured on the 2-core dev box:
-    // one 512x512 sgesdd takes ~50 ms with one OpenBLAS thread and gains 0-10% from two (its
-    // bidiagonalisation is memory-bound BLAS2), while two concurrent one-thread solves give
-    // 1.7-2.0x the throughput; a 512x384x3 batch of 4 decomposes 1.9x faster on 2 workers than
-    // on 1. One BLAS thread per call also cannot oversubscribe when pipeline threads overlap.
-    // The setting is process-wide; nothing else in the server calls BLAS.
+    // reconstructing), each calling single-threaded OpenBLAS: sgesdd's bidiagonalisation is
+    // memory-bound BLAS2, so a second BLAS thread gains little, a second solve nearly 2x.
+    // 512^2 sgesdd, 2 cores: 2 BLAS threads 1.0-1.1x one; 2 concurrent solves 1.7-2.0x.
+    // One BLAS thread per call also cannot oversubscribe when pipeline threads overlap. The
+    // setting is process-wide; nothing else in the server calls BLAS.
     openblas_set_num_threads(1);
     description_ = "CPU backend: " + std::to_string(workers) + " worker threads on " +
                    cpu_model_name() + " (" + std::to_string(std::thread::hardware_concurrency()) +
