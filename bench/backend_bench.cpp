@@ -1,10 +1,13 @@
 // Backend throughput, measured in one run next to the limits that bound it:
 //   - decompose: images/s for batches of same-sized images, GPU backend (gesvda batched with
 //     the residual check, and Xgesvd per image) against the CPU backend (LAPACK sgesdd, all cores);
-//   - reconstruct: images/s of u8 reconstructions from resident factors at several ranks,
-//     fused kernel and the cuBLAS path, against the PCIe limit (measured pinned D2H bandwidth /
-//     output bytes per image), since every output crosses PCIe once.
-// Backend calls are synchronous (they wait for their stream), so wall time after warm-up is the
+//     and gesvda without the wgmma operands (decompose_batch directly): on an sm_90a device the
+//     difference to the first row is what writing them costs;
+//   - reconstruct: images/s of u8 reconstructions from resident factors at several ranks, the
+//     backend (the policy's kernel) and the cuBLAS oracle (tests/support) with the same copies to
+//     the host, against the PCIe limit (measured pinned D2H bandwidth / output bytes per image),
+//     since every output crosses PCIe once.
+// Every timed call is synchronous (it waits for its stream), so wall time after warm-up is the
 // right clock for them; the PCIe limit is timed with CUDA events.
 //
 // usage: svdserve_backend_bench [--quick] [--json FILE]
@@ -16,17 +19,25 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "kernels/backend.hpp"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
+#include "kernels/gpu/common/device_memory_pool.hpp"
+#include "kernels/gpu/common/stream_pool.hpp"
 #include "kernels/gpu/gpu_backend.hpp"
+#include "kernels/gpu/gpu_decompose.hpp"
+#include "kernels/gpu/gpu_factors.hpp"
+#include "kernels/gpu/reconstruct/fused.hpp"
 #include "bench/bench_args.hpp"
 #include "bench/bench_limits.hpp"
+#include "tests/support/cublas_reference.hpp"
 
 namespace {
 
@@ -68,6 +79,59 @@ double seconds_per_call(F&& call, int repeats) {
   return std::chrono::duration<double>(Clock::now() - start).count() / repeats;
 }
 
+// gesvda batched on one stream, as the backend runs it, but without the wgmma operands.
+class DecomposeWithoutOperands {
+ public:
+  void operator()(std::span<const ImageF32* const> images, uint32_t rank) {
+    std::vector<DecodedImage> decoded;
+    for (const ImageF32* image : images) decoded.push_back(to_decoded(*image));
+    std::vector<const DecodedImage*> pointers;
+    for (const DecodedImage& image : decoded) pointers.push_back(&image);
+    (void)gpu::decompose_batch(context_, pointers, rank, gpu::SvdMethod::gesvda_batched, pool_,
+                               false);
+  }
+
+ private:
+  static constexpr std::size_t kPoolBytes = std::size_t{1} << 30;
+  gpu::StreamContext context_{0};
+  gpu::DeviceMemoryPool pool_{0, kPoolBytes};
+};
+
+// The cuBLAS oracle on resident factors: `batch` reconstructions into device memory, then each
+// copied to its host output, as the backend's batch is.
+class CublasReconstruction {
+ public:
+  CublasReconstruction(const gpu::GpuFactors& factors, std::size_t batch)
+      : factors_(factors),
+        scratch_(factors.shape().values() * sizeof(float)),
+        out_(factors.shape().values() * batch),
+        cublas_(stream_.view()) {}
+
+  void operator()(uint32_t rank, std::span<std::vector<std::byte>> outputs) {
+    const std::size_t bytes = factors_.shape().values();
+    std::vector<gpu::ReconstructTask> tasks;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      tasks.push_back({factors_.us(), factors_.v(), rank, factors_.rank_kept(),
+                       out_.as<std::byte>() + i * bytes});
+    }
+    const gpu::StreamView stream = stream_.view();
+    reference::reconstruct_with_cublas(cublas_.value(), tasks, factors_.shape(), OutputPixels::u8,
+                                       scratch_.as<float>(), stream);
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(outputs[i].data(), out_.as<std::byte>() + i * bytes,
+                                          bytes, cudaMemcpyDeviceToHost, stream.value()));
+    }
+    stream.synchronize();
+  }
+
+ private:
+  const gpu::GpuFactors& factors_;
+  gpu::Stream stream_;
+  gpu::DeviceBuffer scratch_;
+  gpu::DeviceBuffer out_;
+  gpu::CublasHandle cublas_;
+};
+
 struct Row {
   std::string what;
   uint32_t size, channels, batch, rank;
@@ -91,12 +155,10 @@ int main(int argc, char** argv) {
   gesvda_options.svd_method = gpu::SvdMethod::gesvda_batched;
   gpu::GpuBackendOptions gesvd_options = gesvda_options;
   gesvd_options.svd_method = gpu::SvdMethod::gesvd;
-  gpu::GpuBackendOptions cublas_options = gesvda_options;
-  cublas_options.reconstruct_with_cublas = true;
   auto gesvda = gpu::make_gpu_backend(gesvda_options);
   auto gesvd = gpu::make_gpu_backend(gesvd_options);
-  auto cublas = gpu::make_gpu_backend(cublas_options);
   auto cpu = make_cpu_backend(0);
+  DecomposeWithoutOperands gesvda_without_operands;
   std::printf("device: %s\ncpu: %s\n", gesvda->device_description().c_str(),
               cpu->device_description().c_str());
 
@@ -108,18 +170,26 @@ int main(int argc, char** argv) {
     std::vector<const ImageF32*> pointers;
     for (const auto& image : images) pointers.push_back(&image);
     const uint32_t rank = 64;
-    // "no operands": the cuBLAS-path backend stores no wgmma operands (gpu_factors.hpp); on an
-    // sm_90 device the difference to the first row is what writing them costs.
-    for (auto [name, backend] : {std::pair{"decompose gpu gesvda", gesvda.get()},
-                                 std::pair{"decompose gpu gesvda, no operands", cublas.get()},
-                                 std::pair{"decompose gpu gesvd", gesvd.get()},
-                                 std::pair{"decompose cpu sgesdd", cpu.get()}}) {
+    const auto on = [rank](Backend* backend) {
+      return std::function<void(std::span<const ImageF32* const>)>(
+          [backend, rank](std::span<const ImageF32* const> subset_of_images) {
+            (void)backend->decompose(subset_of_images, rank);
+          });
+    };
+    const std::function<void(std::span<const ImageF32* const>)> without_operands =
+        [&gesvda_without_operands, rank](std::span<const ImageF32* const> subset_of_images) {
+          gesvda_without_operands(subset_of_images, rank);
+        };
+    for (const auto& [name, decompose] :
+         {std::pair{"decompose gpu gesvda", on(gesvda.get())},
+          std::pair{"decompose gpu gesvda, no operands", without_operands},
+          std::pair{"decompose gpu gesvd", on(gesvd.get())},
+          std::pair{"decompose cpu sgesdd", on(cpu.get())}}) {
       const bool slow = std::string(name) == "decompose gpu gesvd" ||
                         std::string(name).find("cpu") != std::string::npos;
       std::vector<const ImageF32*> subset = pointers;
       if (slow && size == 1024) subset.resize(std::min<std::size_t>(subset.size(), 2));
-      const double s = seconds_per_call([&] { (void)backend->decompose(subset, rank); },
-                                        quick ? 1 : 3);
+      const double s = seconds_per_call([&] { decompose(subset); }, quick ? 1 : 3);
       rows.push_back({name, size, 1, static_cast<uint32_t>(subset.size()), rank,
                        subset.size() / s, 0.0});
     }
@@ -136,20 +206,20 @@ int main(int argc, char** argv) {
     const uint32_t size = 1024, channels = 3, batch = quick ? 8 : 32;
     const ImageF32 image = synthetic_image(size, channels, 7);
     const ImageF32* pointer = &image;
-    auto fused_factors = gesvda->decompose(std::span(&pointer, 1), 256);
-    auto cublas_factors = cublas->decompose(std::span(&pointer, 1), 256);
+    auto factors = gesvda->decompose(std::span(&pointer, 1), 256);
     const std::size_t bytes = std::size_t{size} * size * channels;
     std::vector<std::vector<std::byte>> outputs(batch, std::vector<std::byte>(bytes));
     const double pcie_limit = d2h * 1e9 / bytes;
+    CublasReconstruction cublas(dynamic_cast<const gpu::GpuFactors&>(*factors[0]), batch);
     for (uint32_t rank : {16u, 64u, 256u}) {
-      for (auto [name, backend, factors] :
-           {std::tuple{"reconstruct gpu fused", gesvda.get(), fused_factors[0].get()},
-            std::tuple{"reconstruct gpu cublas", cublas.get(), cublas_factors[0].get()}}) {
-        std::vector<ReconstructItem> items;
-        for (auto& out : outputs) items.push_back({factors, rank, OutputPixels::u8, out});
-        const double s = seconds_per_call([&] { backend->reconstruct(items); }, quick ? 3 : 10);
-        rows.push_back({name, size, channels, batch, rank, batch / s, pcie_limit});
-      }
+      std::vector<ReconstructItem> items;
+      for (auto& out : outputs) items.push_back({factors[0].get(), rank, OutputPixels::u8, out});
+      const double fused_s = seconds_per_call([&] { gesvda->reconstruct(items); }, quick ? 3 : 10);
+      rows.push_back({"reconstruct gpu fused", size, channels, batch, rank, batch / fused_s,
+                      pcie_limit});
+      const double cublas_s = seconds_per_call([&] { cublas(rank, outputs); }, quick ? 3 : 10);
+      rows.push_back({"reconstruct gpu cublas", size, channels, batch, rank, batch / cublas_s,
+                      pcie_limit});
     }
   }
 

@@ -2,8 +2,7 @@
 // Timing a peak-style kernel with its SM clock (the kernel benchmark's wgmma peaks and the wgmma
 // variant's loop alone): block 0's thread 0 samples clock64 and the global timer at the start
 // and end of its work, and the fastest of five runs after a warm-up counts, with its own clock.
-// The clock matters because the chip's power limit moves it with the operands' bits (sessions
-// 10-17 in docs/performance-log.md).
+// The clock matters because the chip's power limit moves it with the operands' bits.
 
 #include <cuda_runtime.h>
 

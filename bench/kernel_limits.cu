@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/gpu/common/cuda_check.hpp"
-#include "kernels/gpu/reconstruct/fused.hpp"
+#include "kernels/gpu/reconstruct/policy.hpp"
 #include "kernels/gpu/reconstruct/tf32_mma.cuh"
 #include "kernels/gpu/reconstruct/wgmma_ptx.cuh"
 #include "bench/bench_random.cuh"
@@ -133,8 +133,8 @@ constexpr uint32_t kWgmmasPerGroup = 4;
 // which every wgmma then reuses; the sums stay finite either way).
 enum class PeakOperands { constant, random };
 
-// The arithmetic of a wgmma peak: FP16 (the wgmma variant's, k16) or TF32 (its arithmetic until
-// session 14, k8, kept for comparison with the earlier sessions' floors).
+// The arithmetic of a wgmma peak: FP16 (the wgmma variant's, k16) or TF32 (k8, the arithmetic of
+// an earlier wgmma kernel, kept for comparison with its floor).
 enum class WgmmaArithmetic { f16, tf32 };
 
 #if SVDSERVE_HAS_WGMMA
@@ -310,7 +310,7 @@ void print_kernel_limits(const Limits& limits, bool quick, double mmas_per_produ
                   peak_per_ghz > 0 ? 100.0 * per_ghz(loop.peak) / peak_per_ghz : 0.0);
     }
     std::printf("wgmma's floor:                 %.0f FP16 MMAs per product at %.2f TFLOP/s (the "
-                "higher FP16 peak; %%fl_wg32: at the TF32 one, sessions 6-13's floor)\n",
+                "higher FP16 peak; %%fl_wg32: at the TF32 one)\n",
                 mmas_per_product, limits.wgmma_floor_tflops());
   } else {
     std::printf("wgmma:                        not on this device (wgmma runs tensor)\n");

@@ -21,7 +21,7 @@ struct Limits {
   double tf32_mma_tflops = 0;
   Peak f16_wgmma;          // tflops 0: no wgmma on this device
   Peak f16_wgmma_random;   // the same on random operands (PeakOperands)
-  Peak tf32_wgmma;         // for comparison with sessions 6-13, whose wgmma ran TF32
+  Peak tf32_wgmma;         // for comparison with an earlier wgmma kernel, which ran TF32
   Peak tf32_wgmma_random;
   // Not a floor: the wgmma variant's loop alone (wgmma_loop_alone.hpp), without copies or
   // stores; how much of the distance to the floor its own structure accounts for.
@@ -29,10 +29,9 @@ struct Limits {
   double sgemm_tflops = 0;
   double f16_gemm_tflops = 0;  // cuBLAS FP16 GEMM n^3, not a floor (0: no wgmma on this device)
 
-  // wgmma's floor runs at the higher of its arithmetic's two peaks, since the chip reached it. In
-  // every call of session 11 the constant-operand run (the first) read lower, at a lower clock
-  // (TF32: 489.3-490.6 TFLOP/s at 1.806-1.815 GHz against 494.1-495.0); a floor on it made every
-  // ratio look ~1 % better.
+  // wgmma's floor runs at the higher of its arithmetic's two peaks, since the chip reached it: the
+  // constant-operand run (the first) can read lower, at a lower clock (TF32: 489.3-490.6 TFLOP/s
+  // at 1.806-1.815 GHz against 494.1-495.0, H100); a floor on it made every ratio ~1 % better.
   [[nodiscard]] double wgmma_floor_tflops() const {
     return std::max(f16_wgmma.tflops, f16_wgmma_random.tflops);
   }

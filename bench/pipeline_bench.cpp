@@ -35,7 +35,7 @@
 #include "kernels/gpu/common/device_memory_pool.hpp"
 #include "kernels/gpu/gpu_backend.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
-#include "kernels/gpu/reconstruct/fused.hpp"
+#include "kernels/gpu/reconstruct/policy.hpp"
 #include "bench/bench_args.hpp"
 #include "bench/bench_limits.hpp"
 
@@ -54,8 +54,8 @@ std::vector<std::shared_ptr<const Factors>> random_factors(gpu::DeviceMemoryPool
                                                            const ImageShape& shape) {
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> detail(-1.0f, 1.0f);
-  // As the GPU backend stores them: with the wgmma operands where the device runs wgmma.
-  const bool operands = gpu::fused_wgmma_supported();
+  // As the GPU backend stores them: with the wgmma operands where the policy can choose wgmma.
+  const bool operands = gpu::wants_wgmma_operands(gpu::current_reconstruct_arch());
   const std::size_t canonical_bytes = gpu::GpuFactors::bytes_for(shape, kRankKept, false);
   std::vector<float> host(canonical_bytes / sizeof(float));
   gpu::Stream stream;

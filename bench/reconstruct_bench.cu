@@ -1,11 +1,11 @@
-// The fused reconstruction kernel alone (batched, resident factors, u8 out), against its floor and
-// against the cuBLAS path (SGEMM + quantise), all measured in one run (the limits:
-// kernel_limits.hpp):
+// The fused reconstruction kernels alone (batched, resident factors, u8 out), against their floor
+// and against the cuBLAS oracle (SGEMM + quantise, tests/support), all measured in one run (the
+// limits: kernel_limits.hpp):
 //   - device-to-device bandwidth: cudaMemcpyAsync D2D of a large buffer, read + write bytes;
 //     and, for reference, the write-only bandwidth of cudaMemsetAsync (what a kernel that only
 //     writes could reach against the byte floor);
 //   - FP32 FMA peak: a kernel of independent FMA chains on all SMs, 2 FLOPs per FMA (the
-//     arithmetic of tile64, tile128 and rows); cuBLAS SGEMM 8192^3 (pedantic FP32) for reference;
+//     arithmetic of tile128 and rows); cuBLAS SGEMM 8192^3 (pedantic FP32) for reference;
 //   - TF32 MMA peak: the same with mma.sync m16n8k8 TF32 chains (the instruction tensor uses; the
 //     H100's dense TF32 peak through wgmma is higher, ~495 TFLOP/s, so this floor is the
 //     instruction's, not the chip's);
@@ -13,8 +13,8 @@
 //     shared memory on every warpgroup, the instruction the wgmma variant uses; measured on
 //     constant and on random operands, each time with the SM clock over the run (a check that
 //     the operands' data does not change the limit: on the H100 it does not); the floor takes
-//     the higher of the two. The same for TF32 (m64n128k8), the variant's arithmetic in sessions
-//     6-13: the %fl_wg32 column holds wgmma's time against that floor, for comparison;
+//     the higher of the two. The same for TF32 (m64n128k8), the arithmetic of an earlier wgmma
+//     kernel: the %fl_wg32 column holds wgmma's time against that floor, for comparison;
 //   - not a floor: the wgmma variant's loop alone (wgmma_loop_alone.hpp: its two consumers'
 //     wgmmas over a ring with its barriers and its rounding every channel, no copies or stores),
 //     at k = 256 and 64 with its 5 stages and at k = 256 with 8, and at k = 64 draining without
@@ -24,7 +24,8 @@
 //     variant's MMA shape, h x w x 3k per image and channel, at ranks that are multiples of 16
 //     (f16_gemm_reference.hpp): how close the library's own GEMM on the variant's arithmetic
 //     comes to the MMA floor at that shape;
-//   - per shape x rank, for each fused variant and the cuBLAS path: time per batch (CUDA events,
+//   - per shape x rank, for each u8 variant that can run it (policy.hpp: rows at rank 1, wgmma on
+//     sm_90a) and the cuBLAS oracle: time per batch (CUDA events,
 //     median after warm-up), bytes moved (factor columns read + output written, once each),
 //     FLOPs (2 h w k c), floor = max(bytes / D2D bandwidth, FLOPs / FMA peak), % of floor
 //     (floor / time), speed-up over cuBLAS. tensor's floor counts the FLOPs it must run: three
@@ -32,12 +33,12 @@
 //     wgmma's the same at the higher of the two FP16 wgmma peaks (3xFP16).
 // Each image of a batch has its own factors (no cache reuse across images), and the batch is
 // sized so the outputs total >= 256 MB (64 MB with --quick). Every fused result is compared with
-// the cuBLAS result: at most 1 grey level apart, in at most 0.1% of the values; the variants must
-// agree with each other bit for bit (same summation order), except tensor, which sums in another
-// order and is held to the cuBLAS agreement only. Before the table, the kernels' fast roundings
+// the cuBLAS result: at most 1 grey level apart, in at most 0.1% of the values; rows must agree
+// with tile128 bit for bit (same summation order); tensor and wgmma sum in another order and are
+// held to the cuBLAS agreement only. Before the table, the kernels' fast roundings
 // (round_to_u8_bits, round_to_u8_packable) are checked against round_to_u8 on all 2^32 floats.
 // Targets (from the performance issue): fused >= 80% of floor everywhere, >= 1.5x cuBLAS for
-// k <= 64. "auto" is the variant launch_fused_reconstruct picks; targets are judged on it.
+// k <= 64. "auto" is the variant the policy chooses (choose_variant); targets are judged on it.
 //
 // usage: svdserve_reconstruct_bench [--quick] [--json FILE] [--channels N] [--size WxH] [--rank K]
 // (--size: one shape of the table; --rank: any one rank instead of 1, 16, 64, 256; e.g. for ncu).
@@ -60,8 +61,9 @@
 
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
-#include "kernels/gpu/reconstruct/output_tensor_map.hpp"
 #include "kernels/gpu/reconstruct/fused.hpp"
+#include "kernels/gpu/reconstruct/output_tensor_map.hpp"
+#include "kernels/gpu/reconstruct/policy.hpp"
 #include "kernels/gpu/reconstruct/tile_io.cuh"
 #include "kernels/gpu/reconstruct/wgmma_operands.hpp"
 #include "kernels/gpu/reconstruct/wgmma_ptx.cuh"
@@ -71,6 +73,7 @@
 #include "bench/event_timing.hpp"
 #include "bench/f16_gemm_reference.hpp"
 #include "bench/kernel_limits.hpp"
+#include "tests/support/cublas_reference.hpp"
 
 namespace {
 
@@ -88,9 +91,9 @@ constexpr double kMaxDisagreement = 1e-3;  // fraction of u8 values fused and cu
 constexpr double kFloorTarget = 0.8;
 constexpr double kSpeedupTarget = 1.5;
 constexpr uint32_t kSpeedupTargetMaxRank = 64;
-constexpr FusedVariant kVariants[] = {FusedVariant::tile64, FusedVariant::tile128,
-                                      FusedVariant::rows, FusedVariant::tensor,
-                                      FusedVariant::wgmma};
+// The u8 variants; tile128 first: rows must match it byte for byte.
+constexpr FusedVariant kVariants[] = {FusedVariant::tile128, FusedVariant::rows,
+                                      FusedVariant::tensor, FusedVariant::wgmma};
 // 3xTF32 or 3xFP16: big*big + big*small + small*big; as one GEMM, three times the depth.
 constexpr uint32_t kTensorMmasPerProduct = 3;
 constexpr uint32_t kWgmmaStepDepth = gpu::detail::kWgmmaF16Depth;  // k a step of the variant
@@ -222,10 +225,10 @@ unsigned long long rounding_mismatches(gpu::StreamView stream) {
 // One shape x rank
 
 struct VariantResult {
-  bool ran = false;  // false: the variant does not apply to this rank
+  bool ran = false;  // false: the variant cannot run this launch (policy.hpp)
   double ms = 0;
   Difference vs_cublas;
-  bool identical_to_tile64 = true;
+  bool identical_to_tile128 = true;
 };
 
 struct Row {
@@ -238,12 +241,12 @@ struct Row {
   double fma_ms = 0;        // FLOPs / FP32 FMA peak
   double tensor_ms = 0;     // 3 x FLOPs / TF32 MMA peak
   double wgmma_ms = 0;      // 3 x FLOPs / the higher FP16 wgmma peak
-  double tf32_wgmma_ms = 0;  // the same at the TF32 wgmma peak (sessions 6-13's floor)
+  double tf32_wgmma_ms = 0;  // the same at the TF32 wgmma peak
   double cublas_ms = 0;
   // cuBLAS's FP16 GEMM at the wgmma variant's MMA shape (f16_gemm_reference.hpp), not a floor;
   // 0 where it did not run (no wgmma, or a rank that is not a multiple of 16).
   double f16_gemm_ms = 0;
-  FusedVariant chosen = FusedVariant::tile64;
+  FusedVariant chosen = FusedVariant::tile128;
   VariantResult variants[kVariantCount];
 
   [[nodiscard]] const VariantResult& result(FusedVariant v) const {
@@ -253,7 +256,7 @@ struct Row {
     return variants[0];
   }
   [[nodiscard]] const VariantResult& automatic() const { return result(chosen); }
-  // The floor of the arithmetic the variant uses (cuBLAS: tile64's, pedantic FP32).
+  // The floor of the arithmetic the variant uses (cuBLAS: FP32 FMA's, pedantic FP32).
   [[nodiscard]] double floor_ms(FusedVariant v) const {
     const double arithmetic_ms = v == FusedVariant::tensor  ? tensor_ms
                                  : v == FusedVariant::wgmma ? wgmma_ms
@@ -266,8 +269,8 @@ struct Row {
   [[nodiscard]] double percent_of_floor(FusedVariant v, double ms) const {
     return 100.0 * floor_ms(v) / ms;
   }
-  // wgmma's time against sessions 6-13's floor, when it ran TF32: a kernel that got faster by
-  // changing its arithmetic shows it here, while its own floor moved with the arithmetic.
+  // wgmma's time against the TF32 wgmma floor: a kernel that got faster by changing its
+  // arithmetic shows it here, while its own floor moved with the arithmetic.
   [[nodiscard]] double wgmma_percent_of_tf32_floor() const {
     const VariantResult& wgmma = result(FusedVariant::wgmma);
     if (!wgmma.ran || tf32_wgmma_ms == 0) return 0;
@@ -277,7 +280,7 @@ struct Row {
     return percent_of_floor(chosen, automatic().ms);
   }
   [[nodiscard]] double cublas_percent_of_floor() const {
-    return percent_of_floor(FusedVariant::tile64, cublas_ms);
+    return percent_of_floor(FusedVariant::tile128, cublas_ms);
   }
   // cuBLAS's FP16 GEMM against the MMA floor alone (its C bytes are not the variant's), and the
   // wgmma variant's speed against it: 0 where it did not run.
@@ -294,7 +297,7 @@ struct Row {
     for (const VariantResult& v : variants) {
       if (!v.ran) continue;
       if (v.vs_cublas.max_abs > 1 || v.vs_cublas.differing > std::max(1ULL, allowed) ||
-          !v.identical_to_tile64) {
+          !v.identical_to_tile128) {
         return false;
       }
     }
@@ -359,19 +362,22 @@ class ShapeRun {
       row.tf32_wgmma_ms =
           kTensorMmasPerProduct * row.flops / (limits.tf32_wgmma_tflops() * 1e12) * 1e3;
     }
-    row.chosen = gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank);
+    // Every image has its wgmma operands, as on a server whose device runs wgmma.
+    const gpu::ReconstructLaunch launch{.arch = gpu::current_reconstruct_arch(),
+                                        .pixels = OutputPixels::u8,
+                                        .max_rank = rank,
+                                        .wgmma_operands = true};
+    row.chosen = gpu::choose_variant(launch);
 
     const std::vector<ReconstructTask> cublas_tasks = tasks(rank, cublas_out_);
     row.cublas_ms = median(time_ms(stream_, repeats, [&] {
-      gpu::reconstruct_with_cublas(cublas_.value(), cublas_tasks, shape_, OutputPixels::u8,
-                                   scratch_.as<float>(), stream_);
+      reference::reconstruct_with_cublas(cublas_.value(), cublas_tasks, shape_, OutputPixels::u8,
+                                         scratch_.as<float>(), stream_);
     }));
 
     const std::size_t values = out_bytes() * batch_;
     for (std::size_t v = 0; v < kVariantCount; ++v) {
-      if (gpu::fused_variant_for(kVariants[v], OutputPixels::u8, rank) != kVariants[v]) {
-        continue;
-      }
+      if (!gpu::can_implement(kVariants[v], launch)) continue;
       const std::vector<ReconstructTask> fused_tasks = tasks(rank, variant_out_[v]);
       SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(tasks_device_.data(), fused_tasks.data(),
                                           tasks_device_.size(), cudaMemcpyHostToDevice,
@@ -381,13 +387,13 @@ class ShapeRun {
       VariantResult& result = row.variants[v];
       result.ran = true;
       result.ms = median(time_ms(stream_, repeats, [&] {
-        gpu::launch_fused_reconstruct(tasks_device_.as<ReconstructTask>(), batch_, shape_,
-                                      OutputPixels::u8, rank, stream_, kVariants[v]);
+        gpu::launch_fused_reconstruct(tasks_device_.as<ReconstructTask>(), batch_, shape_, launch,
+                                      stream_, kVariants[v]);
       }));
       result.vs_cublas = compare_u8(variant_out_[v].data(), cublas_out_.data(), values, stream_);
       // tensor and wgmma sum in another order
       if (v > 0 && kVariants[v] != FusedVariant::tensor && kVariants[v] != FusedVariant::wgmma) {
-        result.identical_to_tile64 =
+        result.identical_to_tile128 =
             compare_u8(variant_out_[v].data(), variant_out_[0].data(), values, stream_)
                 .differing == 0;
       }
@@ -445,17 +451,17 @@ class ShapeRun {
 // Output
 
 void print_header() {
-  std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %10s %10s %10s %8s %7s %7s %7s %7s %7s "
-              "%7s %7s %6s %8s %10s %9s %6s  %s\n",
-              "shape", "c", "batch", "rank", "floor_ms", "bound", "tile64_ms", "tile128_ms",
-              "rows_ms", "tensor_ms", "wgmma_ms", "cublas_ms", "auto", "%floor", "%fl_t64",
-              "%fl_128", "%fl_row", "%fl_ten", "%fl_wg", "%fl_cub", "x_cub", "%fl_wg32",
-              "f16gemm_ms", "%mma_f16g", "x_f16g",
-              "check (max diff, differing vs cuBLAS: t64; t128; rows; tensor; wgmma; FP32 "
+  std::printf("\n%-10s %2s %5s %4s %8s %5s %10s %10s %10s %10s %10s %8s %7s %7s %7s %7s %7s "
+              "%7s %6s %8s %10s %9s %6s  %s\n",
+              "shape", "c", "batch", "rank", "floor_ms", "bound", "tile128_ms", "rows_ms",
+              "tensor_ms", "wgmma_ms", "cublas_ms", "auto", "%floor", "%fl_128", "%fl_row",
+              "%fl_ten", "%fl_wg", "%fl_cub", "x_cub", "%fl_wg32", "f16gemm_ms", "%mma_f16g",
+              "x_f16g",
+              "check (max diff, differing vs cuBLAS: t128; rows; tensor; wgmma; FP32 "
               "variants identical)");
 }
 
-// "-" for a variant that does not apply to the row's rank.
+// "-" for a variant that cannot run the row's launch.
 std::string cell(const VariantResult& v, double value, const char* format) {
   if (!v.ran) return "-";
   char text[32];
@@ -476,7 +482,7 @@ const char* bound_name(const Row& r, FusedVariant v) {
 void print_row(const Row& r) {
   const std::string shape = std::to_string(r.shape.width) + "x" + std::to_string(r.shape.height);
   bool identical = true;
-  for (const VariantResult& v : r.variants) identical = identical && v.identical_to_tile64;
+  for (const VariantResult& v : r.variants) identical = identical && v.identical_to_tile128;
   std::string times;
   std::string percents;
   std::string checks;
@@ -513,7 +519,7 @@ void write_json(const std::string& path, const std::string& device, const Limits
                 const std::vector<Row>& rows) {
   std::ofstream json(path);
   // *_wgmma_peak_*: the constant-operand runs (the keys are older than the random ones);
-  // wgmma_floor_tflops: the higher FP16 one, which the wgmma floors use (sessions 6-13: TF32).
+  // wgmma_floor_tflops: the higher FP16 one, which the wgmma floors use.
   json << "{\"device\": \"" << device << "\", \"d2d_gb_per_s\": " << limits.d2d_gb_per_s
        << ", \"memset_gb_per_s\": " << limits.memset_gb_per_s
        << ", \"fma_peak_tflops\": " << limits.fma_tflops
@@ -571,11 +577,12 @@ void write_json(const std::string& path, const std::string& device, const Limits
       json << (first_variant ? "" : ", ") << "\"" << gpu::fused_variant_name(kVariants[v])
            << "\": {\"ms\": " << vr.ms << ", \"floor_ms\": " << r.floor_ms(kVariants[v])
            << ", \"percent_of_floor\": " << r.percent_of_floor(kVariants[v], vr.ms)
-           << ", \"percent_of_fp32_floor\": " << r.percent_of_floor(FusedVariant::tile64, vr.ms)
+           << ", \"percent_of_fp32_floor\": " << r.percent_of_floor(FusedVariant::tile128, vr.ms)
            << ", \"speedup_vs_cublas\": " << r.cublas_ms / vr.ms
            << ", \"max_abs_diff_vs_cublas\": " << vr.vs_cublas.max_abs
            << ", \"differing_vs_cublas\": " << vr.vs_cublas.differing
-           << ", \"identical_to_tile64\": " << (vr.identical_to_tile64 ? "true" : "false") << "}";
+           << ", \"identical_to_tile128\": " << (vr.identical_to_tile128 ? "true" : "false")
+           << "}";
       first_variant = false;
     }
     json << "}}";

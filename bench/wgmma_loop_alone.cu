@@ -10,7 +10,7 @@
 #include "kernels/gpu/reconstruct/bulk_load.cuh"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/reconstruct/named_barrier.cuh"
-#include "kernels/gpu/reconstruct/fused.hpp"
+#include "kernels/gpu/reconstruct/policy.hpp"
 #include "kernels/gpu/reconstruct/tile_io.cuh"
 #include "kernels/gpu/reconstruct/ring_position.cuh"
 #include "kernels/gpu/reconstruct/wgmma_ptx.cuh"
@@ -47,7 +47,7 @@ constexpr auto kHalfStepBytes = static_cast<uint32_t>(Layout::kHalfStepBytes);
 // The second 64 rows of a part: 8 row groups of one core matrix further.
 constexpr uint32_t kSecondRowsBytes = gpu::detail::kWgmmaRows / 8 * gpu::detail::kCoreMatrixBytes;
 // The kernel's stagger: consumer 1 starts once consumer 0 has issued this many steps (named
-// barrier kStaggerBarrier; reconstruct_fused_wgmma.cu, stagger_steps() + 1 with 5 stages).
+// barrier kStaggerBarrier; wgmma.cu, stagger_steps() + 1 with 5 stages).
 constexpr uint32_t kLeadSteps = 3;
 constexpr uint32_t kStaggerBarrier = 1;
 

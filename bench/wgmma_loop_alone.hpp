@@ -1,9 +1,9 @@
 #pragma once
 // Not a floor: the wgmma variant's loop alone, to say how much of its distance to the MMA floor
-// the loop's own structure accounts for (session 24, docs/performance-log.md).
+// the loop's own structure accounts for.
 //
 // One block per SM of a producer warp and two consumer warpgroups, as in the kernel
-// (reconstruct_fused_wgmma.cu). Each consumer issues its six FP16 wgmmas a k-step (three
+// (kernels/gpu/reconstruct/wgmma.cu). Each consumer issues its six FP16 wgmmas a k-step (three
 // products, two m64n128 accumulator sets, both operands from shared memory) from the next stage
 // of a ring with the kernel's full/empty barriers, and hands a stage back once the next step's
 // wgmmas are issued and the stage's are done. Every `channel_steps` steps (a channel: 16 at
@@ -12,8 +12,8 @@
 // Left out: the copies into the stages (they hold random FP16 values from the start, different
 // in every stage), the stores and the tiles' tails. One run drains every 4 steps without
 // rounding: against the run that rounds, it shows what the rounding costs the tensor cores
-// (session 25: the drain alone costs nothing; the rounding, issued beside the other consumer's
-// wgmmas, about a fifth of the time at k = 64).
+// (H100: the drain alone costs nothing; the rounding, issued beside the other consumer's wgmmas,
+// about a fifth of the time at k = 64).
 
 #include <cstdint>
 #include <vector>

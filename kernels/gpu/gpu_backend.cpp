@@ -17,7 +17,7 @@
 #include "kernels/gpu/common/device_memory_pool.hpp"
 #include "kernels/gpu/gpu_decompose.hpp"
 #include "kernels/gpu/gpu_reconstruct.hpp"
-#include "kernels/gpu/reconstruct/fused.hpp"
+#include "kernels/gpu/reconstruct/policy.hpp"
 #include "kernels/gpu/common/stream_pool.hpp"
 #include "kernels/trace.hpp"
 
@@ -42,9 +42,9 @@ class GpuBackend final : public Backend {
   explicit GpuBackend(const GpuBackendOptions& options)
       : options_(on_device(options)),
         streams_(std::max(1u, options.streams)),
-        // The fused path on an sm_90 device reads the factors as wgmma operands: written at
+        // Where the policy can choose wgmma it reads the factors as wgmma operands: written at
         // decompose, next to the canonical ones (gpu_factors.hpp).
-        wgmma_operands_(!options.reconstruct_with_cublas && fused_wgmma_supported()) {
+        wgmma_operands_(wants_wgmma_operands(current_reconstruct_arch())) {
     cudaDeviceProp properties{};
     SVDSERVE_CUDA_CHECK(cudaGetDeviceProperties(&properties, options.device));
     std::size_t free_bytes = 0, total_bytes = 0;
@@ -109,7 +109,7 @@ class GpuBackend final : public Backend {
       on_device(options_);
       lease = std::make_shared<StreamPool::Lease>(streams_.acquire());
       auto staged = std::make_shared<StagedOutputs>(
-          enqueue_reconstruct(**lease, items, options_.reconstruct_with_cublas));
+          enqueue_reconstruct(**lease, items));
       completions_.post([this, lease, staged = std::move(staged), finish]() mutable {
         std::exception_ptr failure;
         try {

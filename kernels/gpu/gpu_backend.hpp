@@ -1,7 +1,7 @@
 #pragma once
-// The CUDA backend: factors resident in device memory, cuSOLVER for the SVD, the fused kernel
-// (or cuBLAS) for reconstruction, a pool of streams so that batches from different worker
-// threads overlap (copies in both directions and compute). Public header: no nvcc needed.
+// The CUDA backend: factors resident in device memory, cuSOLVER for the SVD, the fused kernels
+// for reconstruction, a pool of streams so that batches from different worker threads overlap
+// (copies in both directions and compute). Public header: no nvcc needed.
 
 #include <cstddef>
 #include <memory>
@@ -18,7 +18,6 @@ struct GpuBackendOptions {
   std::size_t budget_bytes = 0;
   double memory_fraction = 0.8;
   SvdMethod svd_method = SvdMethod::automatic;
-  bool reconstruct_with_cublas = false;  // the fallback path instead of the fused kernel
 };
 
 // Throws FailedPrecondition when no usable device is present.

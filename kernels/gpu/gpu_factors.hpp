@@ -1,12 +1,11 @@
 #pragma once
 // One image's factors in device memory, one pool allocation per image: the canonical layout
-// kernels/gpu/reconstruct.hpp describes, [US_0 .. US_{C-1}][V_0 .. V_{C-1}], fp32, and, where the
-// wgmma kernel will read them (an sm_90 device, fused path), the same factors as its operands
-// (wgmma_operands.hpp) after it: US's and V's bytes again (V as two FP16 parts), so on an H100
-// an image holds about 2x the canonical bytes (the price of a faster reconstruction; see
-// docs/performance-log.md). An image whose values are too large for FP16 operands
-// (wgmma_operand_exponent) has none, and reconstructs on the tensor variant. bytes_resident()
-// counts both.
+// reconstruct/fused.hpp describes, [US_0 .. US_{C-1}][V_0 .. V_{C-1}], fp32, and, where the wgmma
+// kernel will read them (an sm_90a device), the same factors as its operands (wgmma_operands.hpp)
+// after it: US's and V's bytes again (V as two FP16 parts), so on an H100 an image holds about 2x
+// the canonical bytes, the price of the faster reconstruction. An image whose values are too
+// large for FP16 operands (wgmma_operand_exponent) has none, and reconstructs on the tensor
+// variant. bytes_resident() counts both.
 
 #include <cstddef>
 

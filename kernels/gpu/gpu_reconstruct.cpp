@@ -7,8 +7,9 @@
 #include "kernels/errors.hpp"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/gpu_factors.hpp"
-#include "kernels/gpu/reconstruct/output_tensor_map.hpp"
 #include "kernels/gpu/reconstruct/fused.hpp"
+#include "kernels/gpu/reconstruct/output_tensor_map.hpp"
+#include "kernels/gpu/reconstruct/policy.hpp"
 #include "kernels/trace.hpp"
 
 namespace svdserve::gpu {
@@ -36,8 +37,7 @@ const GpuFactors& checked_factors(const ReconstructItem& item, const ImageShape&
 
 }  // namespace
 
-StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const ReconstructItem> items,
-                                  bool use_cublas) {
+StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const ReconstructItem> items) {
   if (items.front().factors == nullptr) throw InternalError("a reconstruct item has no factors");
   const ImageShape shape = items.front().factors->shape();
   const StreamView stream = context.stream.view();
@@ -65,65 +65,45 @@ StagedOutputs enqueue_reconstruct(StreamContext& context, std::span<const Recons
   }
 
   // One launch per output type (a batch may mix u8 and f32 requests), each over a contiguous
-  // part of one task table.
+  // part of one task table, on the variant the policy chooses for it.
   struct Launch {
-    OutputPixels pixels;
+    ReconstructLaunch traits;
     std::size_t first = 0;
     std::size_t count = 0;
-    uint32_t max_rank = 0;
-    FusedVariant variant = FusedVariant::automatic;
   };
+  const ReconstructArch arch = current_reconstruct_arch();
   std::vector<ReconstructTask> table;
   std::vector<Launch> launches;
   for (OutputPixels pixels : {OutputPixels::u8, OutputPixels::f32}) {
-    Launch launch{pixels, table.size(), 0, 0};
-    bool all_have_wgmma_operands = true;
+    // An image whose values FP16 operands cannot hold has none (gpu_factors.hpp).
+    Launch launch{{.arch = arch, .pixels = pixels, .max_rank = 0, .wgmma_operands = true},
+                  table.size(), 0};
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (items[i].pixels != pixels) continue;
       table.push_back(tasks[i]);
-      launch.max_rank = std::max(launch.max_rank, items[i].rank);
-      all_have_wgmma_operands = all_have_wgmma_operands && tasks[i].wgmma_operands != nullptr;
+      launch.traits.max_rank = std::max(launch.traits.max_rank, items[i].rank);
+      launch.traits.wgmma_operands =
+          launch.traits.wgmma_operands && tasks[i].wgmma_operands != nullptr;
     }
     launch.count = table.size() - launch.first;
     if (launch.count == 0) continue;
-    // An image whose values FP16 operands cannot hold has none (gpu_factors.hpp): its launch
-    // runs tensor, the same arithmetic on TF32 (FP32's range), where wgmma would have run.
-    if (!use_cublas && !all_have_wgmma_operands &&
-        fused_variant_for(FusedVariant::automatic, pixels, launch.max_rank) ==
-            FusedVariant::wgmma) {
-      launch.variant = FusedVariant::tensor;
-    }
     // wgmma stores its tiles through the outputs' tensor maps (output_tensor_map.hpp).
-    if (!use_cublas && fused_variant_for(launch.variant, pixels, launch.max_rank) ==
-                           FusedVariant::wgmma) {
+    if (choose_variant(launch.traits) == FusedVariant::wgmma) {
       for (std::size_t t = launch.first; t < table.size(); ++t) encode_output_map(table[t], shape);
     }
     launches.push_back(launch);
   }
   const std::size_t table_bytes = table.size() * sizeof(ReconstructTask);
-  if (use_cublas) {
-    context.scratch.grow_to(shape.values() * sizeof(float));
-  } else {
-    context.staging_in.grow_to(table_bytes);
-    context.input.grow_to(table_bytes);
-  }
+  context.staging_in.grow_to(table_bytes);
+  context.input.grow_to(table_bytes);
   {
     trace::ScopedRange stage("reconstruct_kernel");
-    if (use_cublas) {
-      for (const Launch& launch : launches) {
-        reconstruct_with_cublas(context.cublas.value(),
-                                std::span(table).subspan(launch.first, launch.count), shape,
-                                launch.pixels, context.scratch.as<float>(), stream);
-      }
-    } else {
-      std::memcpy(context.staging_in.data(), table.data(), table_bytes);
-      SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.input.data(), context.staging_in.data(),
-                                          table_bytes, cudaMemcpyHostToDevice, stream.value()));
-      for (const Launch& launch : launches) {
-        launch_fused_reconstruct(context.input.as<ReconstructTask>() + launch.first,
-                                 static_cast<uint32_t>(launch.count), shape, launch.pixels,
-                                 launch.max_rank, stream, launch.variant);
-      }
+    std::memcpy(context.staging_in.data(), table.data(), table_bytes);
+    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.input.data(), context.staging_in.data(),
+                                        table_bytes, cudaMemcpyHostToDevice, stream.value()));
+    for (const Launch& launch : launches) {
+      launch_fused_reconstruct(context.input.as<ReconstructTask>() + launch.first,
+                               static_cast<uint32_t>(launch.count), shape, launch.traits, stream);
     }
   }
 

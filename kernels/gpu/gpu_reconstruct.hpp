@@ -23,8 +23,7 @@ using StagedOutputs = std::vector<StagedOutput>;
 
 // Throws InvalidArgument / InternalError before anything is enqueued when an item is invalid.
 [[nodiscard]] StagedOutputs enqueue_reconstruct(StreamContext& context,
-                                                std::span<const ReconstructItem> items,
-                                                bool use_cublas);
+                                                std::span<const ReconstructItem> items);
 
 // After context.completed has fired. The copy is split into pieces over `workers`: one thread
 // copies out of pinned memory at a fraction of PCIe speed, and a batch of 16 1024² images is

@@ -9,21 +9,28 @@
 //  - u8 output: within one grey level of the CPU backend everywhere, and identical on >= 99%.
 
 #include <gtest/gtest.h>
+#include <cuda_runtime_api.h>
 
 #include <cmath>
 #include <cstring>
 #include <future>
 #include <limits>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "kernels/backend.hpp"
 #include "kernels/errors.hpp"
+#include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
 #include "kernels/gpu/gpu_backend.hpp"
+#include "kernels/gpu/gpu_factors.hpp"
+#include "kernels/gpu/reconstruct/fused.hpp"
 #include "kernels/pixel_rounding.hpp"
 #include "reference_svd.hpp"
 #include "test_images.hpp"
+#include "tests/support/cublas_reference.hpp"
 
 namespace svdserve::test {
 namespace {
@@ -227,18 +234,29 @@ class GpuBackendBehaviourTest : public ::testing::Test {
   }
 };
 
-TEST_F(GpuBackendBehaviourTest, CublasPathMatchesFusedKernel) {
-  gpu::GpuBackendOptions fused_options, cublas_options;
-  cublas_options.reconstruct_with_cublas = true;
-  auto fused = gpu::make_gpu_backend(fused_options);
-  auto cublas = gpu::make_gpu_backend(cublas_options);
+// The backend's reconstruction (the policy's variant) against the cuBLAS oracle on the same
+// resident factors.
+TEST_F(GpuBackendBehaviourTest, CublasOracleMatchesFusedKernel) {
+  auto fused = gpu::make_gpu_backend(gpu::GpuBackendOptions{});
   const ImageF32 image = image_from_mat(read_test_image("messi5.jpg", -1));
   const ImageF32* pointer = &image;
   auto a = fused->decompose(std::span(&pointer, 1), 64);
-  auto b = cublas->decompose(std::span(&pointer, 1), 64);
+  const auto& factors = dynamic_cast<const gpu::GpuFactors&>(*a[0]);
+  const ImageShape& shape = factors.shape();
+  const gpu::Stream stream;
+  const gpu::CublasHandle cublas(stream.view());
+  gpu::DeviceBuffer scratch(shape.values() * sizeof(float));
+  gpu::DeviceBuffer out(shape.values());
   for (uint32_t rank : {1u, 17u, 64u}) {
-    const auto x = reconstruct_u8(*fused, *a[0], rank);
-    const auto y = reconstruct_u8(*cublas, *b[0], rank);
+    const auto x = reconstruct_u8(*fused, factors, rank);
+    const gpu::ReconstructTask task{factors.us(), factors.v(), rank, factors.rank_kept(),
+                                    out.data()};
+    reference::reconstruct_with_cublas(cublas.value(), std::span(&task, 1), shape,
+                                       OutputPixels::u8, scratch.as<float>(), stream.view());
+    std::vector<uint8_t> y(shape.values());
+    SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(y.data(), out.data(), y.size(), cudaMemcpyDeviceToHost,
+                                        stream.view().value()));
+    stream.view().synchronize();
     std::size_t differing = 0;
     for (std::size_t p = 0; p < x.size(); ++p) {
       ASSERT_LE(std::abs(int{x[p]} - int{y[p]}), 1);

@@ -1,4 +1,4 @@
-// The GPU reconstruction paths (fused kernel, cuBLAS + interleave) against a float64 host
+// The fused reconstruction kernels and the cuBLAS oracle (tests/support) against a float64 host
 // reference: sum_k US[i, k] V[j, k] in double over the same fp32 factors, so the tolerances
 // measure the kernels alone.
 //
@@ -9,10 +9,11 @@
 //  - fused vs cuBLAS u8: they sum in different orders, so a value within a few ulps of a .5
 //    boundary may round either way. Differences must be exactly 1 level and at most 0.1% of the
 //    values (at least one allowed, for the tiny images);
-//  - the FP32 fused variants (tile64, tile128, rows) sum in the same order: their u8 outputs must
-//    be identical; tensor (3xTF32) sums in another and is held to the cuBLAS agreement.
-// Every fused variant runs explicitly on every case (tile128, rows and tensor run u8 only; f32
-// requests run tile64 by contract), and the automatic choice is what the backend uses.
+//  - the FP32 fused variants (tile128, and rows at rank 1) sum in the same order: their u8
+//    outputs must be identical; tensor and wgmma sum in another and are held to the cuBLAS
+//    agreement.
+// Every fused variant runs on every case it can implement (policy.hpp: tile64 is the f32 one,
+// rows runs rank 1, wgmma an sm_90a device), and the cuBLAS oracle on every case, u8 and f32.
 // Every output value is checked to be written: u8 runs twice, over poison bytes 0xAB and 0x54,
 // and both runs must agree; f32 runs over all-ones bytes (a NaN) and must hold no NaN. Guard
 // bytes before and after the outputs must keep their poison.
@@ -39,12 +40,14 @@
 #include "kernels/errors.hpp"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
-#include "kernels/gpu/reconstruct/output_tensor_map.hpp"
 #include "kernels/gpu/reconstruct/fused.hpp"
+#include "kernels/gpu/reconstruct/output_tensor_map.hpp"
+#include "kernels/gpu/reconstruct/policy.hpp"
 #include "kernels/gpu/reconstruct/wgmma_operands.hpp"
 #include "kernels/image.hpp"
 #include "reference_svd.hpp"
 #include "test_images.hpp"
+#include "tests/support/cublas_reference.hpp"
 
 namespace svdserve::test {
 namespace {
@@ -61,7 +64,7 @@ constexpr std::size_t kGuardBytes = 64;
 constexpr double kMaxU8 = 255.0;
 
 // ---------------------------------------------------------------------------------------------
-// Factors on the host, in the device layout of reconstruct.hpp
+// Factors on the host, in the device layout of fused.hpp
 
 struct HostFactors {
   ImageShape shape;
@@ -165,19 +168,16 @@ std::string position(const ImageShape& shape, std::size_t index) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Running the two paths
+// Running the fused variants and the oracle
 
 enum class Path { fused_tile64, fused_tile128, fused_rows, fused_tensor, fused_wgmma, cublas };
 constexpr Path kPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::fused_rows,
                            Path::fused_tensor, Path::fused_wgmma, Path::cublas};
-constexpr Path kFusedPaths[] = {Path::fused_tile64, Path::fused_tile128, Path::fused_rows,
-                                Path::fused_tensor, Path::fused_wgmma};
 
 // The FP32 variants sum in the same order and must give identical bytes; tensor and wgmma
-// (3xTF32) sum in another, so they are held to the cuBLAS agreement instead. (wgmma runs tensor
-// on devices other than sm_90.)
-bool sums_like_tile64(Path path) {
-  return path != Path::fused_tensor && path != Path::fused_wgmma && path != Path::cublas;
+// (3xTF32, 3xFP16) sum in another, so they are held to the cuBLAS agreement instead.
+bool sums_in_fp32_order(Path path) {
+  return path == Path::fused_tile64 || path == Path::fused_tile128 || path == Path::fused_rows;
 }
 
 const char* path_name(Path path) {
@@ -194,14 +194,27 @@ const char* path_name(Path path) {
 
 gpu::FusedVariant variant_of(Path path) {
   switch (path) {
+    case Path::fused_tile64: return gpu::FusedVariant::tile64;
     case Path::fused_tile128: return gpu::FusedVariant::tile128;
     case Path::fused_rows: return gpu::FusedVariant::rows;
     case Path::fused_tensor: return gpu::FusedVariant::tensor;
     case Path::fused_wgmma: return gpu::FusedVariant::wgmma;
-    case Path::fused_tile64:
     case Path::cublas: break;
   }
-  return gpu::FusedVariant::tile64;
+  return gpu::FusedVariant::automatic;
+}
+
+// A launch on this device of tasks that all have their wgmma operands (upload writes them).
+gpu::ReconstructLaunch launch_of(OutputPixels pixels, std::span<const uint32_t> ranks) {
+  return {.arch = gpu::current_reconstruct_arch(),
+          .pixels = pixels,
+          .max_rank = *std::ranges::max_element(ranks),
+          .wgmma_operands = true};
+}
+
+// Whether `path` runs a launch of these outputs and ranks on this device.
+bool runs(Path path, OutputPixels pixels, std::span<const uint32_t> ranks) {
+  return path == Path::cublas || gpu::can_implement(variant_of(path), launch_of(pixels, ranks));
 }
 
 struct DeviceFactors {
@@ -248,6 +261,11 @@ class GpuReconstructTest : public ::testing::Test {
   }
 
   [[nodiscard]] gpu::StreamView stream() const { return stream_->view(); }
+
+  [[nodiscard]] static bool wgmma_runs() {
+    const uint32_t ranks[] = {1};
+    return runs(Path::fused_wgmma, OutputPixels::u8, ranks);
+  }
 
   // Which u8 tasks get an output tensor map (the wgmma kernel stores their whole tile columns'
   // tiles by tensor stores, the rest by its threads; the other paths ignore it). Where the
@@ -312,11 +330,11 @@ class GpuReconstructTest : public ::testing::Test {
       SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(tasks_device.data(), tasks.data(), tasks_device.size(),
                                           cudaMemcpyHostToDevice, stream().value()));
       gpu::launch_fused_reconstruct(tasks_device.as<ReconstructTask>(),
-                                    static_cast<uint32_t>(tasks.size()), shape, pixels,
-                                    *std::ranges::max_element(ranks), stream(), variant_of(path));
+                                    static_cast<uint32_t>(tasks.size()), shape,
+                                    launch_of(pixels, ranks), stream(), variant_of(path));
     } else {
-      gpu::reconstruct_with_cublas(cublas_->value(), tasks, shape, pixels, scratch.as<float>(),
-                                   stream());
+      reference::reconstruct_with_cublas(cublas_->value(), tasks, shape, pixels,
+                                         scratch.as<float>(), stream());
     }
     SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(result.bytes.data(), arena.data(), arena.size(),
                                         cudaMemcpyDeviceToHost, stream().value()));
@@ -326,7 +344,9 @@ class GpuReconstructTest : public ::testing::Test {
     return result;
   }
 
-  // Runs both paths over a batch (one launch each) and checks every output against `references`.
+  // Runs every path that can over a batch (one launch each) and checks every output against
+  // `references`, the u8 outputs of the fused variants against the oracle's, and those of the
+  // FP32 variants against each other.
   void check_batch(const ImageShape& shape, const std::vector<HostFactors>& host,
                    std::span<const uint32_t> ranks, std::size_t lead_values) {
     std::vector<DeviceFactors> device;
@@ -338,38 +358,60 @@ class GpuReconstructTest : public ::testing::Test {
     std::vector<const DeviceFactors*> pointers;
     for (const DeviceFactors& d : device) pointers.push_back(&d);
 
-    std::vector<RunOutput> u8_outputs;  // in kPaths order: the fused paths, then cuBLAS
-    static_assert(kPaths[std::size(kPaths) - 1] == Path::cublas);
+    struct U8Output {
+      Path path;
+      RunOutput output;
+    };
+    std::vector<U8Output> u8_outputs;
+    std::size_t f32_runs = 0;
     for (const Path path : kPaths) {
       SCOPED_TRACE(path_name(path));
-      const RunOutput u8 = run(path, pointers, ranks, shape, OutputPixels::u8, lead_values, kPoisonA);
-      if (expect_output_maps_) {
-        std::size_t wanted = 0;
-        for (std::size_t t = 0; t < host.size(); ++t) wanted += gets_output_map(t) ? 1 : 0;
-        EXPECT_EQ(u8.output_maps, wanted) << "output maps encoded";
+      if (runs(path, OutputPixels::u8, ranks)) {
+        const RunOutput u8 =
+            run(path, pointers, ranks, shape, OutputPixels::u8, lead_values, kPoisonA);
+        if (expect_output_maps_) {
+          std::size_t wanted = 0;
+          for (std::size_t t = 0; t < host.size(); ++t) wanted += gets_output_map(t) ? 1 : 0;
+          EXPECT_EQ(u8.output_maps, wanted) << "output maps encoded";
+        }
+        const RunOutput u8_again =
+            run(path, pointers, ranks, shape, OutputPixels::u8, lead_values, kPoisonB);
+        for (std::size_t t = 0; t < host.size(); ++t) {
+          SCOPED_TRACE("task " + std::to_string(t) + ", rank " + std::to_string(ranks[t]));
+          EXPECT_TRUE(std::ranges::equal(u8.u8(t), u8_again.u8(t)))
+              << "some u8 values were not written";
+          check_u8(shape, u8.u8(t), references[t]);
+        }
+        u8_outputs.push_back({path, u8});
       }
-      const RunOutput u8_again =
-          run(path, pointers, ranks, shape, OutputPixels::u8, lead_values, kPoisonB);
-      const RunOutput f32 = run(path, pointers, ranks, shape, OutputPixels::f32,
-                                lead_values * sizeof(float), kPoisonNaN);
-      for (std::size_t t = 0; t < host.size(); ++t) {
-        SCOPED_TRACE("task " + std::to_string(t) + ", rank " + std::to_string(ranks[t]));
-        EXPECT_TRUE(std::ranges::equal(u8.u8(t), u8_again.u8(t)))
-            << "some u8 values were not written";
-        check_u8(shape, u8.u8(t), references[t]);
-        check_f32(shape, f32.f32(t), references[t]);
+      if (runs(path, OutputPixels::f32, ranks)) {
+        const RunOutput f32 = run(path, pointers, ranks, shape, OutputPixels::f32,
+                                  lead_values * sizeof(float), kPoisonNaN);
+        for (std::size_t t = 0; t < host.size(); ++t) {
+          SCOPED_TRACE("task " + std::to_string(t) + ", rank " + std::to_string(ranks[t]));
+          check_f32(shape, f32.f32(t), references[t]);
+        }
+        ++f32_runs;
       }
-      u8_outputs.push_back(u8);
     }
+    // The oracle and tile64 (f32); the oracle, tile128 and tensor at least (u8).
+    EXPECT_EQ(f32_runs, 2U);
+    ASSERT_GE(u8_outputs.size(), 3U);
+    ASSERT_EQ(u8_outputs.back().path, Path::cublas);
+    const U8Output& cublas = u8_outputs.back();
+    const auto fp32_order = std::ranges::find_if(
+        u8_outputs, [](const U8Output& u8) { return sums_in_fp32_order(u8.path); });
+    ASSERT_NE(fp32_order, u8_outputs.end());
     for (std::size_t t = 0; t < host.size(); ++t) {
       SCOPED_TRACE("task " + std::to_string(t) + ", rank " + std::to_string(ranks[t]));
-      const RunOutput& cublas = u8_outputs.back();
-      for (std::size_t f = 0; f < std::size(kFusedPaths); ++f) {
-        if (sums_like_tile64(kFusedPaths[f])) {
-          EXPECT_TRUE(std::ranges::equal(u8_outputs[0].u8(t), u8_outputs[f].u8(t)))
-              << "fused tile64 and " << path_name(kFusedPaths[f]) << " u8 outputs differ";
+      for (const U8Output& fused : u8_outputs) {
+        if (fused.path == Path::cublas) continue;
+        if (sums_in_fp32_order(fused.path)) {
+          EXPECT_TRUE(std::ranges::equal(fp32_order->output.u8(t), fused.output.u8(t)))
+              << path_name(fp32_order->path) << " and " << path_name(fused.path)
+              << " u8 outputs differ";
         }
-        check_paths_agree(shape, u8_outputs[f].u8(t), cublas.u8(t));
+        check_paths_agree(shape, fused.output.u8(t), cublas.output.u8(t));
       }
     }
   }
@@ -664,6 +706,7 @@ void GpuReconstructTest::check_maps_and_threads_agree(const ImageShape& shape,
 }
 
 TEST_F(GpuReconstructTest, TensorMapAndThreadStoresGiveTheSameBytes) {
+  if (!wgmma_runs()) GTEST_SKIP() << "the wgmma variant runs on sm_90a devices only";
   const uint64_t seed = run_seed();
   SCOPED_TRACE(seed_text(seed));
   for (const uint32_t channels : {1U, 2U, 3U, 4U}) {
@@ -678,6 +721,7 @@ TEST_F(GpuReconstructTest, OutputMapsAcquiredOncePerTaskGiveTheSameBytes) {
   // A task of more pairs of tiles than the launch has blocks (one per SM), so that a block takes
   // two or more pairs of one task in a row and its issuing threads acquire that task's map once
   // for them; two tasks, so that a block moves on to the other task's map.
+  if (!wgmma_runs()) GTEST_SKIP() << "the wgmma variant runs on sm_90a devices only";
   const uint64_t seed = run_seed();
   SCOPED_TRACE(seed_text(seed));
   int device = 0;
@@ -742,6 +786,7 @@ TEST_F(GpuReconstructTest, RealImageAtSeveralRanks) {
   const DeviceFactors device = upload(host);
   const uint32_t full[] = {image.shape.full_rank()};
   for (const Path path : kPaths) {
+    if (!runs(path, OutputPixels::u8, full)) continue;
     const RunOutput out =
         run(path, {&device}, full, image.shape, OutputPixels::u8, 0, kPoisonA);
     const auto pixels = out.u8(0);
@@ -763,60 +808,37 @@ TEST_F(GpuReconstructTest, RealImageAtSeveralRanks) {
 
 TEST_F(GpuReconstructTest, EmptyBatchesAreNoOps) {
   const ImageShape shape{8, 8, 3};
-  EXPECT_NO_THROW(gpu::launch_fused_reconstruct(nullptr, 0, shape, OutputPixels::u8, 1, stream()));
-  EXPECT_NO_THROW(gpu::reconstruct_with_cublas(cublas_->value(), {}, shape, OutputPixels::u8,
-                                               nullptr, stream()));
+  const uint32_t ranks[] = {1};
+  EXPECT_NO_THROW(gpu::launch_fused_reconstruct(nullptr, 0, shape,
+                                                launch_of(OutputPixels::u8, ranks), stream()));
+  EXPECT_NO_THROW(reference::reconstruct_with_cublas(cublas_->value(), {}, shape,
+                                                     OutputPixels::u8, nullptr, stream()));
 }
 
 TEST_F(GpuReconstructTest, FusedRejectsMoreThanFourChannels) {
   const ImageShape shape{8, 8, 5};
   for (const uint32_t max_rank : {1U, 256U}) {
-    EXPECT_THROW(gpu::launch_fused_reconstruct(nullptr, 1, shape, OutputPixels::u8, max_rank,
-                                               stream()),
+    const uint32_t ranks[] = {max_rank};
+    EXPECT_THROW(gpu::launch_fused_reconstruct(nullptr, 1, shape,
+                                               launch_of(OutputPixels::u8, ranks), stream()),
                  InvalidArgument)
         << "max rank " << max_rank;
   }
 }
 
-// The choice alone (nothing launched). It asks the device whether it runs wgmma: on an sm_90
-// device the automatic ranks expect wgmma, elsewhere (or without a device) tile128 and tensor.
-TEST(FusedVariantChoice, ByOutputTypeAndRank) {
-  using gpu::FusedVariant;
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, 1),
-            FusedVariant::rows);
-  // From rank 2: wgmma on sm_90 (session 7: never slower than tile128 or tensor there);
-  // elsewhere tile128 up to 7 and tensor from 8.
-  const bool wgmma = gpu::fused_wgmma_supported();
-  for (const uint32_t rank : {2U, 3U, 7U}) {
-    EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank),
-              wgmma ? FusedVariant::wgmma : FusedVariant::tile128)
-        << "rank " << rank;
-  }
-  for (const uint32_t rank : {8U, 16U, 47U, 48U, 256U}) {
-    EXPECT_EQ(gpu::fused_variant_for(FusedVariant::automatic, OutputPixels::u8, rank),
-              wgmma ? FusedVariant::wgmma : FusedVariant::tensor)
-        << "rank " << rank;
-  }
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile128, OutputPixels::u8, 1),
-            FusedVariant::tile128);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tile64, OutputPixels::u8, 256),
-            FusedVariant::tile64);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::rows, OutputPixels::u8, 256),
-            FusedVariant::rows);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::tensor, OutputPixels::u8, 1),
-            FusedVariant::tensor);
-  EXPECT_EQ(gpu::fused_variant_for(FusedVariant::wgmma, OutputPixels::u8, 64),
-            gpu::fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor)
-      << "wgmma runs tensor on devices other than sm_90";
-  for (const FusedVariant requested : {FusedVariant::automatic, FusedVariant::tile64,
-                                       FusedVariant::tile128, FusedVariant::rows,
-                                       FusedVariant::tensor, FusedVariant::wgmma}) {
-    for (const uint32_t rank : {1U, 256U}) {
-      EXPECT_EQ(gpu::fused_variant_for(requested, OutputPixels::f32, rank),
-                FusedVariant::tile64)
-          << "tile128, rows, tensor and wgmma are u8 only";
-    }
-  }
+// The policy's view of this device: sm_90a where the device is compute 9.0 (the build holds
+// sm_90a code), sm_80 elsewhere.
+TEST_F(GpuReconstructTest, ArchitectureOfTheDevice) {
+  int device = 0;
+  int major = 0;
+  int minor = 0;
+  SVDSERVE_CUDA_CHECK(cudaGetDevice(&device));
+  SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  SVDSERVE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  const bool sm90 = major == 9 && minor == 0;
+  EXPECT_EQ(gpu::current_reconstruct_arch(),
+            sm90 ? gpu::ReconstructArch::sm90a : gpu::ReconstructArch::sm80);
+  EXPECT_EQ(gpu::fused_wgmma_supported(), sm90);
 }
 
 TEST_F(GpuReconstructTest, CublasRejectsRanksOutsideTheFactors) {
@@ -826,8 +848,9 @@ TEST_F(GpuReconstructTest, CublasRejectsRanksOutsideTheFactors) {
   gpu::DeviceBuffer scratch(shape.values() * sizeof(float));
   for (const uint32_t rank : {0U, 5U}) {
     const ReconstructTask task{factors.as<float>(), factors.as<float>(), rank, 4, out.data()};
-    EXPECT_THROW(gpu::reconstruct_with_cublas(cublas_->value(), std::span(&task, 1), shape,
-                                              OutputPixels::u8, scratch.as<float>(), stream()),
+    EXPECT_THROW(reference::reconstruct_with_cublas(cublas_->value(), std::span(&task, 1), shape,
+                                                    OutputPixels::u8, scratch.as<float>(),
+                                                    stream()),
                  InvalidArgument)
         << "rank " << rank;
   }

@@ -3,7 +3,7 @@
 // barrier `id` (1-15; 0 is __syncthreads) completes once kThreads threads, a multiple of 32,
 // have arrived. sync waits for that; arrive counts itself and goes on. The wgmma kernel syncs one
 // consumer warpgroup with them and starts its second consumer behind the first
-// (reconstruct_fused_wgmma.cu); the kernel benchmark's loop alone staggers its consumers alike.
+// (wgmma.cu); the kernel benchmark's loop alone staggers its consumers alike.
 
 #include <cstdint>
 

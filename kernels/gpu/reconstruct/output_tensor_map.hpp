@@ -3,18 +3,18 @@
 // lets the copy engine (TMA) store a whole staged tile of the wgmma kernel, 128 rows of 128
 // pixels, from one instruction, clipping the rows past the image. Without it the kernel hands
 // the copy engine one row at a time, and a bulk copy takes its addresses in uniform registers, so
-// 128 threads issuing a row each run a loop of 32 turns per warp (ncu, session 20: 21.5 % of the
+// 128 threads issuing a row each run a loop of 32 iterations per warp (ncu: 21.5 % of the
 // kernel's stall samples at k = 16).
 //
 // The map sees the output as tile columns: dimension 0 is the 128 * C bytes of one tile row
 // (as 32-bit words), dimension 1 the image's whole tile columns, dimension 2 its rows. Its box
 // is one tile column's 128 rows, each staged row output_staging_pitch bytes: the pitched rows
 // the rounding threads write, whose 16 bytes past the tile row lie outside dimension 0, so the
-// copy engine skips them. Why pitched rows and not 128-byte boxes with the 128-byte swizzle
-// (session 21): the pitch puts a warp's eight rows in eight bank groups just as the swizzle does,
-// but each thread's byte offsets are then constants from one base, so a value costs its rounding
-// and one store instead of also an address of six instructions per four values; at k = 16 the
-// kernel's time follows its instruction count (docs/performance-log.md, session 22).
+// copy engine skips them. Why pitched rows and not 128-byte boxes with the 128-byte swizzle: the
+// pitch puts a warp's eight rows in eight bank groups just as the swizzle does, but each thread's
+// byte offsets are then constants from one base, so a value costs its rounding and one store
+// instead of also an address of six instructions per four values; at k = 16 the kernel's time
+// follows its instruction count (1.02-1.13x at k = 16, H100).
 // A last, partial tile column is outside the map; the kernel's threads store it.
 //
 // The map is encoded on the host (cuTensorMapEncodeTiled, through the runtime's driver entry

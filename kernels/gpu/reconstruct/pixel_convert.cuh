@@ -1,5 +1,6 @@
 #pragma once
-// The one float -> output pixel rule of the GPU reconstruction paths (fused and cuBLAS).
+// The one float -> output pixel rule of the GPU reconstruction (the fused kernels, and the cuBLAS
+// oracle of the tests and benchmarks).
 // u8 uses svdserve::round_to_u8 itself (constexpr, callable here through
 // --expt-relaxed-constexpr): clamp to 0..255, then round half up, NaN -> 0. That is the CPU
 // backend's rule, so GPU and CPU pixels agree bit for bit given the same float; deliberately

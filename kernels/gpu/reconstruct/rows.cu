@@ -1,13 +1,13 @@
-// Fused reconstruction at rank 1 (FusedVariant::rows), u8 output only:
-// out = round_to_u8(US_k V_k^T), each thread's pixels computed in registers, row by row.
+// The rows variant (FusedVariant::rows): rank 1 to u8, out = round_to_u8(US_1 V_1^T), each
+// thread's pixels computed in registers, row by row.
 //
-// Why a third kernel: at k = 1 the reconstruction moves 1 byte per output value and does one FMA
-// for it, so everything besides the FMA counts; the floor is the bytes, and the time goes to
+// Why a kernel of its own: at k = 1 the reconstruction moves 1 byte per output value and does one
+// FMA for it, so everything besides the FMA counts; the floor is the bytes, and the time goes to
 // instructions per value and to how many warps hide their latency. Here:
-//  - a thread owns 4 rows x 16 pixels (all channels): at rank 1 its factors (4 US values and 16
-//    V values per channel, 60 registers for three channels) are loaded once into registers and
-//    the rows are computed one after the other, each into C words of interleaved bytes (16
-//    pixels are 16 * C bytes, i.e. C aligned 16-byte chunks for any C);
+//  - a thread owns 4 rows x 16 pixels (all channels): its factors (4 US values and 16 V values
+//    per channel, 60 registers for three channels) are loaded once into registers and the rows
+//    are computed one after the other, each into C words of interleaved bytes (16 pixels are
+//    16 * C bytes, i.e. C aligned 16-byte chunks for any C);
 //  - rounding without F2I (round_to_u8_packable): FFMA.SAT, FADD.RM, IMNMX, all full or half
 //    rate, and the byte lands in place with one PRMT: five instructions per value with the FMA;
 //  - 96 registers for up to three channels (__launch_bounds__ asks for 5 blocks of 4 warps per
@@ -17,17 +17,10 @@
 //    to 512 * C contiguous bytes; each warp does two pixel groups, and waits for the engine to
 //    have read the first group's rows only after loading the second group's factors. Before
 //    sm_90 each thread stores its own C chunks.
-// Other ranks take a general path (the factors loaded per row and k from L1): correct, but at
-// k = 2 already at a quarter of the floor, so automatic picks rows for k = 1 only.
-// Measured on the H100 (svdserve_reconstruct_bench, k = 1, % of the floor): the first version
-// (4 rows accumulated per channel, 166 registers, stores transposed through shared memory by the
-// threads) 57-64 %; its stores through the copy engine alone: no better (54-62 %), while the same
-// kernel without its arithmetic wrote at 100 % of the floor: the arithmetic was the bound
-// (Nsight Compute: 8 instructions per value, 12 warps per SM, 1.5 instructions per cycle);
-// computing row by row from registers (128 registers, 16 warps) 77-87 %; at 96 registers and
-// 20 warps, two groups per warp: 81-92 % (docs/performance-log.md, "Kernel"). 80 registers (24 warps) spilled and fell to 58-62 %.
-// Summation per output is k = 0, 1, ..., rank - 1, one fmaf each, from 0, like tile64 and
-// tile128: all variants give identical pixels.
+// Row by row from registers at 96 registers and 20 warps: 81-92 % of the floor at k = 1 (H100);
+// 128 registers and 16 warps 77-87 %; 80 registers (24 warps) spilled: 58-62 %.
+// Each output is fmaf(US, V, 0), as the first term of tile64's and tile128's sums: the same
+// pixels.
 
 #include <cuda_runtime.h>
 
@@ -48,10 +41,9 @@ constexpr uint32_t kGroupPixels = 16;  // a thread's columns
 constexpr uint32_t kRows = 4;          // a thread's rows: one float4 of US per k
 constexpr uint32_t kThreads = 128;
 constexpr uint32_t kIterations = 2;  // pixel groups per thread (see the kernel)
-// 20 warps per SM: <= 102 registers (96 for three channels at rank 1, no spills). The compiler
-// left alone takes 128-168 and 16 or 12 warps: 65-87 % instead of 81-92 % of the floor at k = 1.
-// Four channels would spill at 102 and at 128 registers (80 of them hold the rank-1 factors):
-// 12 warps for them (not measured; the benchmark and most images are three channels).
+// 20 warps per SM, <= 102 registers (96 for three channels, no spills): 81-92 % of the floor, the
+// compiler's own 128-168 registers 65-87 % (H100). Four channels would spill there (80 registers
+// hold their factors): 12 warps for them.
 template <uint32_t kChannels>
 constexpr int kMinBlocksPerSm = kChannels == 4 ? 3 : 5;
 constexpr uint32_t kWarpSize = 32;
@@ -88,9 +80,8 @@ __device__ __forceinline__ void pack_channel(const float (&values)[kGroupPixels]
   }
 }
 
-// The factors of a thread's 4 rows x 16 pixels at rank 1, all channels, held in registers while
-// the 4 rows are rounded one after the other (60 registers for 3 channels; the general path
-// loads them per row and k instead).
+// The factors of a thread's 4 rows x 16 pixels, all channels, held in registers while the 4 rows
+// are rounded one after the other (60 registers for 3 channels).
 template <uint32_t kChannels>
 struct RankOneFactors {
   float4 us[kChannels];                     // rows row0 .. row0 + 3
@@ -119,47 +110,20 @@ __device__ __forceinline__ float component(const float4& four, uint32_t i) {
   return i == 0 ? four.x : i == 1 ? four.y : i == 2 ? four.z : four.w;
 }
 
-// Row r (0..3) of the thread's pixels, rounded and interleaved like the output. Per value
-// sum_k US[row][k] * V[col][k], k = 0, 1, ..., rank - 1, one fmaf each from 0: the order all
-// FP32 variants share.
-template <uint32_t kChannels, bool kRankOne>
-__device__ __forceinline__ void reconstruct_row(const ReconstructTask& task, uint32_t height,
-                                                uint32_t width, uint32_t row0, uint32_t col0,
+// Row r (0..3) of the thread's pixels, rounded and interleaved like the output.
+template <uint32_t kChannels>
+__device__ __forceinline__ void reconstruct_row(const RankOneFactors<kChannels>& rank_one,
                                                 uint32_t r,
-                                                const RankOneFactors<kChannels>& rank_one,
                                                 uint32_t (&words)[kGroupWords<kChannels>]) {
 #pragma unroll
   for (uint32_t w = 0; w < kGroupWords<kChannels>; ++w) words[w] = 0;
 #pragma unroll
   for (uint32_t channel = 0; channel < kChannels; ++channel) {
     float values[kGroupPixels];
-    if constexpr (kRankOne) {
-      const float a = component(rank_one.us[channel], r);
-      const float* b = reinterpret_cast<const float*>(rank_one.v[channel]);
+    const float a = component(rank_one.us[channel], r);
+    const float* b = reinterpret_cast<const float*>(rank_one.v[channel]);
 #pragma unroll
-      for (uint32_t p = 0; p < kGroupPixels; ++p) values[p] = fmaf(a, b[p], 0.0F);
-    } else {
-      const std::size_t plane = std::size_t{task.rank_kept};
-      const float* us = task.us + std::size_t{channel} * height * plane;
-      const float* v = task.v + std::size_t{channel} * width * plane;
-      const bool v_aligned = detail::vector_aligned(v, width);
-      const uint32_t row = row0 + r;
-#pragma unroll
-      for (uint32_t p = 0; p < kGroupPixels; ++p) values[p] = 0.0F;
-#pragma unroll 1
-      for (uint32_t k = 0; k < task.rank; ++k) {
-        const float a = row < height ? __ldg(us + std::size_t{k} * height + row) : 0.0F;
-#pragma unroll
-        for (uint32_t q = 0; q < kGroupPixels / 4; ++q) {
-          const float4 b = detail::load_four(v, width, k, task.rank, col0 + 4 * q, width,
-                                             v_aligned);
-          values[4 * q] = fmaf(a, b.x, values[4 * q]);
-          values[4 * q + 1] = fmaf(a, b.y, values[4 * q + 1]);
-          values[4 * q + 2] = fmaf(a, b.z, values[4 * q + 2]);
-          values[4 * q + 3] = fmaf(a, b.w, values[4 * q + 3]);
-        }
-      }
-    }
+    for (uint32_t p = 0; p < kGroupPixels; ++p) values[p] = fmaf(a, b[p], 0.0F);
     pack_channel<kChannels>(values, channel, words);
   }
 }
@@ -168,7 +132,7 @@ __device__ __forceinline__ void reconstruct_row(const ReconstructTask& task, uin
 // apart; the grid is sized for kIterations of them. On sm_90 the copy engine reads one
 // iteration's staged rows while the warp loads the next iteration's factors (measured: two
 // iterations beat one, four and eight).
-template <uint32_t kChannels, bool kRankOne>
+template <uint32_t kChannels>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kChannels>)
     fused_reconstruct_rows_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
                                   uint32_t width, uint32_t groups_per_row, uint32_t groups) {
@@ -192,7 +156,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kChannels>)
     const uint32_t row0 = active ? group / groups_per_row * kRows : 0;
     const uint32_t col0 = active ? group % groups_per_row * kGroupPixels : 0;
     RankOneFactors<kChannels> rank_one;
-    if constexpr (kRankOne) rank_one.load(task, height, width, row0, col0);
+    rank_one.load(task, height, width, row0, col0);
 
 #if SVDSERVE_HAS_BULK_STORE
     detail::wait_bulk_reads();  // the previous iteration's staged rows are free again
@@ -203,13 +167,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kChannels>)
     for (uint32_t r = 0; r < kRows; ++r) {
       // Computed for inactive lanes too (inside the image at row0 = col0 = 0; never stored).
       uint32_t packed[kWords];
-      reconstruct_row<kChannels, kRankOne>(task, height, width, row0, col0, r, rank_one, packed);
+      reconstruct_row<kChannels>(rank_one, r, packed);
       const uint32_t row = row0 + r;
       unsigned char* const segment = out + row * row_bytes + std::size_t{col0} * kChannels;
       const bool row_inside = active && row < height;
       whole[r] = row_inside && col0 + kGroupPixels <= width &&
                  detail::misalignment(reinterpret_cast<std::uintptr_t>(segment)) == 0;
-      // Otherwise (image edge, or a row that does not start 16-byte aligned) the owner writes
+      // Otherwise (image edge, or a row that does not start 16-byte aligned) the thread writes
       // its bytes one by one.
       if (row_inside && !whole[r]) {
         const uint32_t bytes = (min(width, col0 + kGroupPixels) - col0) * kChannels;
@@ -272,25 +236,31 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<kChannels>)
 
 template <uint32_t kChannels>
 void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
-            uint32_t max_rank, StreamView stream) {
+            StreamView stream) {
   const uint32_t groups_per_row = (shape.width + kGroupPixels - 1) / kGroupPixels;
   const uint64_t groups = uint64_t{groups_per_row} * ((shape.height + kRows - 1) / kRows);
   const uint64_t groups_per_block = uint64_t{kThreads} * kIterations;
   const dim3 grid(static_cast<uint32_t>((groups + groups_per_block - 1) / groups_per_block), count);
-  auto* const kernel = max_rank <= 1 ? fused_reconstruct_rows_kernel<kChannels, true>
-                                     : fused_reconstruct_rows_kernel<kChannels, false>;
-  kernel<<<grid, kThreads, 0, stream.value()>>>(tasks_device, shape.height, shape.width,
-                                                groups_per_row, static_cast<uint32_t>(groups));
+  fused_reconstruct_rows_kernel<kChannels><<<grid, kThreads, 0, stream.value()>>>(
+      tasks_device, shape.height, shape.width, groups_per_row, static_cast<uint32_t>(groups));
   SVDSERVE_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-void launch_fused_rows_u8(const ReconstructTask* tasks_device, uint32_t count,
-                          const ImageShape& shape, uint32_t max_rank, StreamView stream) {
+namespace variants {
+
+// The factors of rank 1 only: they are what fits in registers.
+bool Rows::can_implement(const ReconstructLaunch& launch) noexcept {
+  return launch.pixels == OutputPixels::u8 && launch.max_rank <= 1;
+}
+
+void Rows::run(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+               const ReconstructLaunch& /*launch*/, StreamView stream) {
   dispatch_channels(shape.channels, [&](auto channels) {
-    launch<decltype(channels)::value>(tasks_device, count, shape, max_rank, stream);
+    launch<decltype(channels)::value>(tasks_device, count, shape, stream);
   });
 }
 
+}  // namespace variants
 }  // namespace svdserve::gpu

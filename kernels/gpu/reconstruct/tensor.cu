@@ -1,21 +1,19 @@
-// Fused reconstruction on the tensor cores (FusedVariant::tensor), u8 output only:
+// The tensor variant (FusedVariant::tensor), u8 output, on the tensor cores:
 // out = round_to_u8(US_k V_k^T), written straight into the interleaved (HWC) output.
 //
-// Why a fourth kernel: from k ~ 16 up the FP32 kernels are bound by instruction issue, not memory:
-// tile128 (reconstruct_fused_tile128.cu) needs one FMA instruction per multiply-add and, besides
-// them, ~12 instructions per output value (rounding, staging, operand loads); it stays near 60 %
-// of the FMA peak at k >= 64 (cuBLAS SGEMM itself: 79 %). One mma.sync.m16n8k8 instruction does
-// 1,024 multiply-adds on the tensor cores, and the rounding and stores run on the other pipes.
-// docs/performance-log.md ("Reconstruction kernel") has the numbers and the variants measured and
-// not kept.
+// Why: from k ~ 16 up the FP32 kernels are bound by instruction issue, not memory: tile128
+// (tile128.cu) needs one FMA instruction per multiply-add and, besides them, ~12 instructions per
+// output value (rounding, staging, operand loads); it stays near 60 % of the FMA peak at k >= 64
+// (cuBLAS SGEMM itself: 79 %). One mma.sync.m16n8k8 instruction does 1,024 multiply-adds on the
+// tensor cores, and the rounding and stores run on the other pipes.
 //
 // Accuracy: TF32 keeps 10 of FP32's 23 mantissa bits, which would move a u8 pixel by a level in
 // a few percent of the values. So each factor value x is split into big (x truncated to TF32)
 // and small = x - big (split_tf32), and each product is big*big + big*small + small*big (the
 // "3xTF32" of CUTLASS): products good to ~2^-18.5 of their size (the dropped small*small and the
-// truncation of the small parts), well under 0.1 level for u8 at any rank. The summation order differs from
-// the FP32 kernels, so a pixel may differ by one level at a .5 boundary, as between the FP32
-// kernels and cuBLAS.
+// truncation of the small parts), well under 0.1 level for u8 at any rank. The summation order
+// differs from the FP32 kernels, so a pixel may differ by one level at a .5 boundary, as between
+// the FP32 kernels and cuBLAS.
 //
 // Layout (the block and its slices are tile128's):
 //  - one block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 8 warps;
@@ -23,16 +21,15 @@
 //    thread, in the mma fragment layout (thread = group g = lane / 4 and t = lane % 4: rows g and
 //    g + 8, columns 2t and 2t + 1 of each tile);
 //  - k advances in shared-memory slices of 16 (two MMA k-steps of 8), double-buffered through
-//    registers (reconstruct_tile_pipeline.cuh), one __syncthreads per slice, the pipeline
-//    running across channels;
+//    registers (tile_pipeline.cuh), one __syncthreads per slice, the pipeline running across
+//    channels;
 //  - slice rows are padded to 136 floats: a fragment load reads rows t and columns g of a slice,
 //    and with a pitch of 8 banks mod 32 the 32 lanes hit 32 different banks;
 //  - each channel's accumulators are rounded (round_to_u8_packable: no F2I) into the staging tile
 //    that tile128 uses, and after the last channel the tile is copied out with 16-byte stores.
 // Ranks are padded with zeros to whole slices (load_four reads nothing at k >= rank), so small
-// ranks waste MMAs: automatic picks this kernel from k = 8 (it ties tile128 at k = 6 on the H100
-// and is faster beyond). It is latency-bound (fragments are loaded and split right before their
-// MMAs), not bound by the tensor pipe.
+// ranks waste MMAs (policy.cpp says from which rank it wins). It is latency-bound (fragments are
+// loaded and split right before their MMAs), not bound by the tensor pipe.
 
 #include <cuda_runtime.h>
 
@@ -194,10 +191,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 
 }  // namespace
 
-uint32_t fused_tensor_rows() noexcept { return kTile; }
+namespace variants {
 
-void launch_fused_tensor_u8(const ReconstructTask* tasks_device, uint32_t count,
-                            const ImageShape& shape, StreamView stream) {
+// u8 only, as tile128 (its staging tile). mma.sync TF32 runs on every built architecture.
+bool Tensor::can_implement(const ReconstructLaunch& launch) noexcept {
+  return launch.pixels == OutputPixels::u8;
+}
+
+uint32_t Tensor::tile_rows() noexcept { return kTile; }
+
+void Tensor::run(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+                 const ReconstructLaunch& /*launch*/, StreamView stream) {
   dispatch_channels(shape.channels, [&](auto channels) {
     constexpr uint32_t kChannels = decltype(channels)::value;
     detail::launch_tiles<kTile, kThreads>(fused_reconstruct_tensor_kernel<kChannels>,
@@ -206,4 +210,5 @@ void launch_fused_tensor_u8(const ReconstructTask* tasks_device, uint32_t count,
   });
 }
 
+}  // namespace variants
 }  // namespace svdserve::gpu

@@ -1,5 +1,5 @@
 #pragma once
-// The tensor-core arithmetic of the tensor reconstruction kernel (reconstruct_fused_tensor.cu),
+// The tensor-core arithmetic of the tensor reconstruction kernel (tensor.cu),
 // shared with svdserve_reconstruct_bench, which measures its peak: mma.sync m16n8k8 on TF32
 // operands with FP32 accumulation, and the split of an FP32 value into two TF32 parts.
 
@@ -19,7 +19,7 @@ inline constexpr double kMmaTf32Flops = 2.0 * 16 * 8 * 8;
 // ~3 * 2^-20 of its size, far under a level for u8. Two instructions (a mask and a subtract), on
 // the path from each fragment's shared load to its MMAs. Rounding big to nearest first
 // ((bits + 0x1000) & mask, and small's bits + 0x1000: ~2^-22) costs two more, and at k >= 64 the
-// kernel ran 9-11 % slower with them (docs/performance-log.md). cvt.rna.tf32.f32 is more still on
+// kernel ran 9-11 % slower with them (H100). cvt.rna.tf32.f32 is more still on
 // sm_90 (it handles NaN and infinity). Finite x only (the factors are checked at decompose).
 struct SplitTf32 {
   uint32_t big;

@@ -1,29 +1,22 @@
-// Fused reconstruction, register-blocked variant for larger ranks (FusedVariant::tile128), u8
-// output only: out = round_to_u8(US_k V_k^T), written straight into the interleaved (HWC) output.
+// The tile128 variant (FusedVariant::tile128), u8 output: out = round_to_u8(US_k V_k^T), written
+// straight into the interleaved (HWC) output.
 //
-// Why a second kernel: from k ~ 16 up the fused reconstruction is FMA-bound (2k FLOPs per output
-// byte against ~24 FLOP/byte machine balance on an H100), and the 4 x 4-per-thread tile64 kernel
-// spends about a third of its issue slots on shared loads and loop overhead. Here:
+// Why not tile64's 4 x 4 per thread: from k ~ 16 up the reconstruction is FMA-bound (2k FLOPs per
+// output byte against ~24 FLOP/byte machine balance on an H100), and a 4 x 4 patch spends about a
+// third of its issue slots on shared loads and loop overhead. Here:
 //  - one block = one 128 x 128 pixel tile of one task (blockIdx.z), all channels, 256 threads;
 //  - each thread accumulates an 8 x 8 patch (2 x 2 quads of 4 x 4, 64 rows/columns apart) in
-//    registers: per k, 4 float4 shared loads feed 64 FMAs (tile64: 2 feed 16);
+//    registers: per k, 4 float4 shared loads feed 64 FMAs (4 x 4: 2 feed 16);
 //  - a warp covers 4 x 8 threads, so each float4 shared load of a warp touches 64 or 128
 //    contiguous bytes: one wavefront, no bank conflicts;
 //  - k advances in slices of 16, double-buffered in shared memory, and the pipeline runs across
 //    channels too (step = channel x slice), so there is one __syncthreads per slice and no
 //    pipeline restart per channel;
 //  - when a channel's last slice is done, its patch is rounded into the shared staging tile, and
-//    after the last channel the tile is copied out with 16-byte stores (reconstruct_tile_io.cuh).
-// Summation per output is k = 0, 1, ..., rank - 1, one fmaf each, from 0: the same order as
-// tile64, so the two variants give bit-identical pixels.
-//
-// Measured on an H100 with 8-deep slices: k = 256 at 58% of FP32 FMA peak, k = 64 at 50%. The
-// one-slice prefetch then covered ~1 us of FMAs, about one L2 round trip under load; 16-deep
-// slices double that and halve the syncs (predicted: k = 256 ~70%, k = 64 ~60-65%). Rounding is
-// round_to_u8_bits (reconstruct_tile_io.cuh): bit-identical, two FMNMX fewer per pixel.
-//
-// u8 only: an f32 staging tile of 128 x 128 x 4 channels (256 KiB) would not fit shared memory;
-// f32 outputs take tile64 (see reconstruct_fused.cu).
+//    after the last channel the tile is copied out with 16-byte stores (tile_io.cuh).
+// Summation per output is k = 0, 1, ..., rank - 1, one fmaf each, from 0: tile64's order, so
+// their pixels are identical. Rounding is round_to_u8_bits (tile_io.cuh): bit-identical to
+// round_to_u8, two FMNMX fewer per pixel.
 
 #include <cuda_runtime.h>
 
@@ -42,7 +35,8 @@ using detail::kStoreBytes;
 constexpr uint32_t kTile = 128;         // pixels per tile side
 constexpr uint32_t kHalfTile = kTile / 2;  // the second quad of a patch starts here
 // k per shared-memory slice. 16 rather than 8: a slice's FMAs (~2 us at 2 blocks/SM) then cover
-// the global (mostly L2) latency of the next slice's prefetch, with half the __syncthreads.
+// the global (mostly L2) latency of the next slice's prefetch, with half the __syncthreads
+// (8 deep: k = 256 at 58 % of the FP32 FMA peak, k = 64 at 50 %; H100).
 constexpr uint32_t kSliceDepth = 16;
 constexpr uint32_t kQuad = 4;           // a patch is 2 x 2 quads of 4 x 4
 constexpr uint32_t kPatch = 2 * kQuad;  // 8 x 8 outputs per thread, per channel
@@ -156,10 +150,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 
 }  // namespace
 
-uint32_t fused_tile128_rows() noexcept { return kTile; }
+namespace variants {
 
-void launch_fused_tile128_u8(const ReconstructTask* tasks_device, uint32_t count,
-                             const ImageShape& shape, StreamView stream) {
+// u8 only: an f32 staging tile of 128 x 128 x 4 channels (256 KiB) would not fit shared memory.
+bool Tile128::can_implement(const ReconstructLaunch& launch) noexcept {
+  return launch.pixels == OutputPixels::u8;
+}
+
+uint32_t Tile128::tile_rows() noexcept { return kTile; }
+
+void Tile128::run(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+                  const ReconstructLaunch& /*launch*/, StreamView stream) {
   dispatch_channels(shape.channels, [&](auto channels) {
     constexpr uint32_t kChannels = decltype(channels)::value;
     detail::launch_tiles<kTile, kThreads>(fused_reconstruct_tile128_kernel<kChannels>,
@@ -168,4 +169,5 @@ void launch_fused_tile128_u8(const ReconstructTask* tasks_device, uint32_t count
   });
 }
 
+}  // namespace variants
 }  // namespace svdserve::gpu

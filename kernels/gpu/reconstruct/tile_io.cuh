@@ -1,5 +1,5 @@
 #pragma once
-// Device helpers shared by the fused reconstruction kernels (reconstruct_fused*.cu): reading
+// Device helpers shared by the fused reconstruction kernels (this folder's .cu files): reading
 // factor columns four floats at a time, and copying a staged tile of interleaved pixels out to
 // the HWC output with 16-byte stores.
 //

@@ -1,6 +1,6 @@
 #pragma once
 // What the 128 x 128 tile kernels (tile128, tensor; wgmma uses OutputTile, channel_factors and
-// launch_tiles) share besides the staging and copy-out of reconstruct_tile_io.cuh: the k loop
+// launch_tiles) share besides the staging and copy-out of tile_io.cuh: the k loop
 // that streams the factors through shared memory in slices, and the launch. A slice, for one
 // channel and k0, is the block's 128 rows of US and 128 columns of V at k = k0 .. k0 + depth - 1,
 // laid out slice[k - k0][row or column] with a row pitch the kernel chooses (the tensor kernel
@@ -84,7 +84,7 @@ struct SliceLoad {
 };
 
 // The block's tile of the HWC u8 output (rows row0.., columns col0.. of task blockIdx.z) and its
-// staging tile (reconstruct_tile_io.cuh's contract), each staging row kPitch bytes.
+// staging tile (tile_io.cuh's contract), each staging row kPitch bytes.
 template <uint32_t kTile, uint32_t kThreads, uint32_t kChannels, uint32_t kPitch>
 struct OutputTile {
   static constexpr uint32_t kChannelCount = kChannels;

@@ -1,6 +1,7 @@
 #pragma once
-// Internal to the fused reconstruction: the launchers of each kernel variant, which
-// launch_fused_reconstruct (reconstruct_fused.cu) chooses between. Arguments are validated there.
+// Internal to the fused reconstruction: one type per kernel variant, defined in the variant's
+// file: whether it can implement a launch (the policy asks), and its launcher (run), which
+// launch_fused_reconstruct (fused.cpp) calls after checking the arguments.
 
 #include <cstdint>
 #include <string>
@@ -9,6 +10,7 @@
 #include "kernels/errors.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
 #include "kernels/gpu/reconstruct/fused.hpp"
+#include "kernels/gpu/reconstruct/policy.hpp"
 #include "kernels/image.hpp"
 
 namespace svdserve::gpu {
@@ -30,30 +32,46 @@ void dispatch_channels(uint32_t channels, Launch&& launch) {
                         " channels, not " + std::to_string(channels));
 }
 
-// reconstruct_fused.cu: 64 x 64 tiles, 4 x 4 per thread; u8 and f32.
-void launch_fused_tile64(const ReconstructTask* tasks_device, uint32_t count,
-                         const ImageShape& shape, OutputPixels pixels, StreamView stream);
-[[nodiscard]] uint32_t fused_tile64_rows() noexcept;
+namespace variants {
 
-// reconstruct_fused_tile128.cu: 128 x 128 tiles, 8 x 8 per thread; u8 only.
-void launch_fused_tile128_u8(const ReconstructTask* tasks_device, uint32_t count,
-                             const ImageShape& shape, StreamView stream);
-[[nodiscard]] uint32_t fused_tile128_rows() noexcept;
+// tile64.cu: 64 x 64 tiles, 4 x 4 per thread; f32 output.
+struct Tile64 {
+  [[nodiscard]] static bool can_implement(const ReconstructLaunch& launch) noexcept;
+  [[nodiscard]] static uint32_t tile_rows() noexcept;
+  static void run(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+                  const ReconstructLaunch& launch, StreamView stream);
+};
 
-// reconstruct_fused_tensor.cu: 128 x 128 tiles on the tensor cores (3xTF32); u8 only.
-void launch_fused_tensor_u8(const ReconstructTask* tasks_device, uint32_t count,
-                            const ImageShape& shape, StreamView stream);
-[[nodiscard]] uint32_t fused_tensor_rows() noexcept;
+// tile128.cu: 128 x 128 tiles, 8 x 8 per thread; u8 output.
+struct Tile128 {
+  [[nodiscard]] static bool can_implement(const ReconstructLaunch& launch) noexcept;
+  [[nodiscard]] static uint32_t tile_rows() noexcept;
+  static void run(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+                  const ReconstructLaunch& launch, StreamView stream);
+};
 
-// reconstruct_fused_wgmma.cu: tensor's tiles on wgmma; sm_90 only (fused_wgmma_supported).
-// max_rank: the largest task rank (it picks one block per tile or blocks that loop over tiles).
-void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
-                           const ImageShape& shape, uint32_t max_rank, StreamView stream);
-[[nodiscard]] uint32_t fused_wgmma_rows() noexcept;
+// rows.cu: 4 rows x 16 pixels per thread, no shared tile; u8 output at rank 1.
+struct Rows {
+  [[nodiscard]] static bool can_implement(const ReconstructLaunch& launch) noexcept;
+  static void run(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+                  const ReconstructLaunch& launch, StreamView stream);
+};
 
-// reconstruct_fused_rows.cu: 4 rows x 16 pixels per thread, no shared tile; u8 only.
-// max_rank: the largest task rank (rank 1 has its own specialisation).
-void launch_fused_rows_u8(const ReconstructTask* tasks_device, uint32_t count,
-                          const ImageShape& shape, uint32_t max_rank, StreamView stream);
+// tensor.cu: 128 x 128 tiles on mma.sync (3xTF32); u8 output.
+struct Tensor {
+  [[nodiscard]] static bool can_implement(const ReconstructLaunch& launch) noexcept;
+  [[nodiscard]] static uint32_t tile_rows() noexcept;
+  static void run(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+                  const ReconstructLaunch& launch, StreamView stream);
+};
 
+// wgmma.cu: tensor's tiles on wgmma (3xFP16) from the tasks' wgmma operands; u8 output, sm_90a.
+struct Wgmma {
+  [[nodiscard]] static bool can_implement(const ReconstructLaunch& launch) noexcept;
+  [[nodiscard]] static uint32_t tile_rows() noexcept;
+  static void run(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+                  const ReconstructLaunch& launch, StreamView stream);
+};
+
+}  // namespace variants
 }  // namespace svdserve::gpu

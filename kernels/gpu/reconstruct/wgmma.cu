@@ -1,8 +1,8 @@
-// Fused reconstruction on Hopper's asynchronous warpgroup MMA (FusedVariant::wgmma), u8 output
-// only: the tensor kernel's tiles and three products per term (big*big + big*small + small*big,
-// see reconstruct_fused_tensor.cu for the accuracy), but in FP16 with FP32 accumulators on
-// m64n128k16 wgmmas: twice TF32's rate on two thirds of its operand bytes, for parts of the same
-// 11 bits (FP16's range is handled by the operands' scale, wgmma_operands.hpp). It reads the
+// The wgmma variant (FusedVariant::wgmma), u8 output, on Hopper's asynchronous warpgroup MMA:
+// the tensor kernel's tiles and three products per term (big*big + big*small + small*big, see
+// tensor.cu for the accuracy), but in FP16 with FP32 accumulators on m64n128k16 wgmmas: twice
+// TF32's rate on two thirds of its operand bytes, for parts of the same 11 bits (FP16's range is
+// handled by the operands' scale, wgmma_operands.hpp). It reads the
 // factors from their wgmma operands, written once when the image is decomposed (US and V both
 // split into FP16 parts, in wgmma's shared-memory layout), not from the canonical layout.
 //
@@ -26,26 +26,18 @@
 //    the tile is a whole column of the task's output tensor map (output_tensor_map.hpp) one
 //    thread stores it by one tensor store (tensor_store.cuh); else (no map, or the last, partial
 //    tile column) the threads copy it out, or hand it to the copy engine a row each
-//    (reconstruct_tile_pipeline.cuh). A tile past the image (a pair's second, where the tiles are
+//    (tile_pipeline.cuh). A tile past the image (a pair's second, where the tiles are
 //    odd) is neither loaded, multiplied nor stored: its consumer takes the steps and hands them
 //    back (at 1920 x 1080, 1 of 136 tiles; stacked everywhere, as at ranks 8 or less, 15 of 150);
 //    a tile's bottom 64 rows past the image are neither multiplied nor rounded.
 //  - Values at k >= the task's rank (the blocks hold them up to rank_kept) are zeroed in the stage
 //    by the consumer before its wgmmas, in its own block (US stacked, V side by side), on the one
 //    step of a channel that holds them.
-// (Sessions 18-21, docs/experiments/session-18 to -21: patches 1-3 built the same with a tile
-// per consumer; this is patch 6's version, "coop", with patch 12's stagger, "coopstag2", and
-// session 21's tensor-map stores, which replaced session 20's store warps.)
 //
-// Why: the kernel before it (sessions 8-18: two blocks of two warpgroups per SM, US in
-// registers split by the threads, a block barrier every k-step before thread 0 refilled the
-// ring) spent 0.73-0.78 of its time at k = 256 outside its MMAs, on that synchronisation
-// (docs/performance-log.md, session 15), and at small ranks each tile's chain of latencies (first
-// copies, drains, rounding, copy-out) was serial. This one ran 1.07-1.32x faster at k = 16,
-// 1.03-1.12x at k = 64 and 1.05-1.11x at k = 256 on the H100 (full benchmark, session 19).
-// Session 21's tensor-map stores: 1.06-1.12x at k = 64, as fast at k = 16 and 256; session 22's
-// one tensor store of pitched rows instead of swizzled boxes: see output_tensor_map.hpp.
-// sm_90a only (H100, H200); launch_fused_reconstruct runs tensor elsewhere.
+// Why no block barrier: with one every k-step before one thread refilled the ring, 0.73-0.78 of
+// the time at k = 256 went outside the MMAs; this design ran 1.07-1.32x faster at k = 16 and
+// 1.03-1.12x at k = 64 and 256 (H100). Tensor-map stores: 1.06-1.12x at k = 64 (H100).
+// sm_90a only (H100, H200); the policy chooses tensor elsewhere.
 
 #include <cuda_runtime.h>
 
@@ -256,7 +248,7 @@ __device__ __forceinline__ void produce(const Ring<kStages>& ring, const Reconst
 #pragma unroll 1
   for (uint32_t p = blockIdx.x; p < pairs; p += gridDim.x) {
     const PairWork work(tasks, p, grid);
-    // The caller's contract (reconstruct.hpp): checked before any copy from it, so that the
+    // The caller's contract (fused.hpp): checked before any copy from it, so that the
     // kernel fails without a pixel written from it.
     if (work.task->wgmma_operands == nullptr) __trap();
     const auto* operands = static_cast<const unsigned char*>(work.task->wgmma_operands);
@@ -301,12 +293,10 @@ __device__ __forceinline__ void sync_consumer(uint32_t consumer) {
 // __syncthreads, 1-2 sync_consumer). Why: both consumers take every step of the one ring, so
 // started together they drain, round and copy out at the same moments, with the tensor cores and
 // the stream idle meanwhile. Apart, one's MMAs run while the other rounds, and the lead holds:
-// whichever rounds, the other takes the tensor cores alone. A lead of three steps against none:
-// 1.18-1.28x at k = 16, 0.99-1.05x at k = 64, 0.96-1.01x at k = 256 (a lead of five, the whole
-// ring with 3 channels, leaves the leader nothing to prefetch: 1.03-1.09x at k = 16);
-// docs/performance-log.md, session 19.
+// whichever rounds, the other takes the tensor cores alone.
 // The lead is bounded by the ring: the producer cannot refill a stage the follower still holds,
 // so the leader waits for it.
+// A lead of 3 vs none: 1.18-1.28x at k=16, 0.96-1.05x at k=64, 256; 5: 1.03-1.09x at k=16 (H100).
 template <uint32_t kStages>
 constexpr uint32_t stagger_steps() {
   // Steps 0..kStages-1 land without any hand-back, so the leader reaches the release alone.
@@ -332,7 +322,7 @@ __device__ __forceinline__ void release_the_follower() {
 // ordered before the producer's next copies into it. compute-sanitizer's racecheck cannot order
 // these writes with those copies (.ci/device-check.sh says which hazards it reports). Zeroing in
 // registers instead (US from registers on that step) spilled beside the 128 accumulators and ran
-// 1.2-1.3x slower at k = 256 (session 19, docs/experiments/session-19/patches/landed-rs*).
+// 1.2-1.3x slower at k = 256 (H100).
 __device__ __forceinline__ void zero_k_from(unsigned char* block, uint32_t row, uint32_t valid) {
   const uint32_t row_offset = row / 8 * detail::kCoreMatrixBytes + row % 8 * 16;
 #pragma unroll
@@ -404,7 +394,7 @@ struct StageOperands {
   }
 };
 
-// Where this thread's accumulators go (wgmma.cuh's layout): warp w of the warpgroup holds rows
+// Where this thread's accumulators go (wgmma_ptx.cuh's layout): warp w of the warpgroup holds rows
 // 16w + g and 16w + g + 8 (g = lane / 4) of each 64-row half, slots 8j + 2t + e (t = lane % 4,
 // e = 0, 1), which hold tile columns 8j + 4e + t (V's order in its operands,
 // wgmma_column_of): for each (j, e) the row's four threads hold four adjacent pixels, so that a
@@ -422,8 +412,7 @@ static_assert(wgmma_column_of(8 * 3 + 2 * 1 + 1) == 8 * 3 + 4 * 1 + 1);  // (j, 
 // or half-rate instructions. Why: a consumer rounds while the other's wgmmas run, and the tensor
 // cores lose time to every rounding instruction issued beside them (the loop alone loses ~1,200
 // cycles a channel with round_to_u8_packable, ~900 with this, none with the drain alone); F2I's
-// quarter rate does not matter there. 1.02x at k = 64 from 1024², 1.00-1.02x at k = 256
-// (session 25, docs/performance-log.md).
+// quarter rate does not matter there. 1.02x at k = 64 from 1024², 1.00-1.02x at k = 256 (H100).
 template <typename OutputTile>
 __device__ __forceinline__ void round_into_staging(const detail::WgmmaAccumulators& acc,
                                                    const OutputTile& tile, unsigned char* staging,
@@ -508,7 +497,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Stored by one tensor store where the tile is a whole column of the task's output map, else
     // by the threads' copy-out (or bulk row stores); the same pitched staging either way.
     const bool mapped = work.task->out_map_encoded != 0 && tile.col0 + kTile <= width;
-    // Once per task and thread, not per tile (at 4096², k = 16 and 64: 1.04x; session 22).
+    // Once per task and thread, not per tile (at 4096², k = 16 and 64: 1.04x; H100).
     if (mapped && in_image && thread == 0 && work.task != acquired) {
       detail::acquire_tensor_map(&work.task->out_map);
       acquired = work.task;
@@ -577,13 +566,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (!follower_released) release_the_follower();  // fewer steps than the stagger
   detail::wait_bulk_reads();  // before the block's shared memory goes
 #else
-  __trap();  // launch_fused_reconstruct launches this kernel on sm_90 devices only
+  __trap();  // Wgmma::can_implement holds on sm_90a devices only
 #endif
 }
 
 }  // namespace
-
-uint32_t fused_wgmma_rows() noexcept { return kTile; }
 
 namespace {
 
@@ -626,12 +613,21 @@ bool fused_wgmma_supported() noexcept {
   return state == kYes;
 }
 
-void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
-                           const ImageShape& shape, uint32_t max_rank, StreamView stream) {
-  // Up to rank 8 the steps copy k 0-7 only (wgmma_operands.hpp): 0.99-1.05x of session 13's TF32
-  // kernel at ranks 2-8 instead of 0.85-0.94x with whole steps (docs/performance-log.md, session 14).
+namespace variants {
+
+bool Wgmma::can_implement(const ReconstructLaunch& launch) noexcept {
+  return launch.arch == ReconstructArch::sm90a && launch.pixels == OutputPixels::u8 &&
+         launch.wgmma_operands;
+}
+
+uint32_t Wgmma::tile_rows() noexcept { return kTile; }
+
+void Wgmma::run(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+                const ReconstructLaunch& launch, StreamView stream) {
+  // Up to rank 8 the steps copy k 0-7 only: 0.99-1.05x of the TF32 kernel at ranks 2-8, with
+  // whole steps 0.85-0.94x (H100).
   // A kernel of its own, so that its copy sizes and descriptors stay constants in the loop.
-  const bool first_halves = max_rank <= kHalfStepMaxRank;
+  const bool first_halves = launch.max_rank <= kHalfStepMaxRank;
   const uint32_t pairs = PairGrid(shape.height, shape.width, !first_halves).per_task * count;
   if (pairs == 0) return;
   // Persistent: one block per SM, each looping over its pairs of tiles (fewer where there are
@@ -653,4 +649,5 @@ void launch_fused_wgmma_u8(const ReconstructTask* tasks_device, uint32_t count,
   });
 }
 
+}  // namespace variants
 }  // namespace svdserve::gpu

@@ -48,7 +48,7 @@ __global__ void write_split_operands_kernel(const float* __restrict__ factor, La
       (std::size_t{channel} * layout.rank_kept + k) * blocks.extent + position;
   const float value =
       position < blocks.extent && k < layout.rank_kept ? scale * factor[source] : 0.0F;
-  // Its FP16 big and small parts: the low halves of split_f16x2 (wgmma.cuh).
+  // Its FP16 big and small parts: the low halves of split_f16x2 (wgmma_ptx.cuh).
   const detail::SplitF16x2 parts = detail::split_f16x2(value, 0.0F);
   const auto big = static_cast<uint16_t>(parts.big);
   const auto small = static_cast<uint16_t>(parts.small);
@@ -85,10 +85,9 @@ std::optional<int> wgmma_operand_exponent(double us_bound) {
 }
 
 void check_wgmma_operand_layout(const WgmmaOperandLayout& layout) {
-  // The kernel steps between a channel's blocks with 32-bit offsets (reconstruct_fused_wgmma.cu,
-  // TilePlan): one channel's US blocks, and its V blocks, must stay under 4 GiB, which takes
-  // height x rank and width x rank under 2^30 (the default image limit, 8192 x 8192,
-  // keeps both under 2^26).
+  // The kernel steps between a channel's blocks with 32-bit offsets (wgmma.cu): one channel's
+  // US blocks, and its V blocks, must stay under 4 GiB, which takes height x rank and width x rank
+  // under 2^30 (the default image limit, 8192 x 8192, keeps both under 2^26).
   const std::size_t channel_us_bytes = layout.us_offset(1, 0, 0);
   const std::size_t channel_v_bytes = layout.v_offset(1, 0, 0) - layout.v_offset(0, 0, 0);
   if (std::max(channel_us_bytes, channel_v_bytes) >= (std::size_t{1} << 32)) {

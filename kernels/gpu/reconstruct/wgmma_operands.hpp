@@ -8,8 +8,8 @@
 // bulk copies (the copy engine: no thread loads, as far ahead as its shared memory allows), and
 // its wgmmas read both straight from shared memory:
 //  - US scaled by 2^-e and V by 2^e, each split once into FP16 big and small parts;
-//  - each part in wgmma's K-major core-matrix layout (wgmma.cuh): 8 rows (or columns) x 8 values
-//    of k, 128 bytes; row group g at byte 128 g.
+//  - each part in wgmma's K-major core-matrix layout (wgmma_ptx.cuh): 8 rows (or columns) x 8
+//    values of k, 128 bytes; row group g at byte 128 g.
 // Each block holds its k-step in two halves of 4 KiB, k 0-7 then k 8-15, so that a tile of rank
 // 8 or less copies the first halves only (kHalfStepBytes); a half is the big part's core
 // matrices, then the small part's (kPartBytes further).
@@ -63,12 +63,11 @@ struct WgmmaOperandLayout {
 };
 
 // V's order: a wgmma accumulator column ("slot", n = 8j + 2t + e: thread t of its row's four
-// holds n and n + 1, wgmma.cuh) and the tile column it holds, 8j + 4e + t. A thread's two
+// holds n and n + 1, wgmma_ptx.cuh) and the tile column it holds, 8j + 4e + t. A thread's two
 // columns of a group are 4 apart; the four threads' columns for one (j, e) are adjacent. Why:
 // in the natural order the four threads' bytes (two columns each, 3 channels) span 24 bytes and
 // the eight rows of a warp's byte store collided in the staging's banks (1.70 shared-memory
-// wavefronts a store, ncu, session 21); four adjacent pixels are at most 16 bytes (1.13
-// wavefronts a store; the kernel's time 0.95-1.07x, docs/performance-log.md, session 21).
+// wavefronts a store, ncu); four adjacent pixels are at most 16 bytes (1.13 wavefronts a store).
 [[nodiscard]] constexpr uint32_t wgmma_column_of(uint32_t slot) {
   return slot / 8 * 8 + slot % 2 * 4 + slot % 8 / 2;
 }
@@ -90,7 +89,7 @@ static_assert(wgmma_slot_of_column(wgmma_column_of(13)) == 13 && wgmma_column_of
 // 32-bit offsets.
 void check_wgmma_operand_layout(const WgmmaOperandLayout& layout);
 
-// Writes the operands of one image (us, v: its canonical factors, reconstruct.hpp's layout) to
+// Writes the operands of one image (us, v: its canonical factors, fused.hpp's layout) to
 // `operands` (device, layout.bytes(), 16-byte aligned), on `stream`, US scaled by 2^-exponent and
 // V by 2^exponent (wgmma_operand_exponent). Checks the layout first (check_wgmma_operand_layout),
 // before any work.

@@ -1,6 +1,6 @@
 #pragma once
 // Hopper's warpgroup MMA (wgmma.mma_async, sm_90a only), for the wgmma reconstruction kernel
-// (reconstruct_fused_wgmma.cu, FP16 operands) and svdserve_reconstruct_bench, which measures the
+// (wgmma.cu, FP16 operands) and svdserve_reconstruct_bench, which measures the
 // instruction's peak on FP16 and, for reference, TF32 operands.
 //
 // Unlike mma.sync, the four warps of a warpgroup hand one 64 x N x K product to the tensor cores

@@ -1,6 +1,4 @@
-// The cuBLAS path: one SGEMM per channel into planar f32 scratch, then one kernel that turns
-// the planes into interleaved pixels. Slower than the fused kernel (the f32 image makes a round
-// trip through device memory) but built from a library GEMM, hence the oracle in the tests.
+#include "tests/support/cublas_reference.hpp"
 
 #include <cuda_runtime.h>
 
@@ -12,10 +10,12 @@
 #include "kernels/errors.hpp"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/reconstruct/pixel_convert.cuh"
-#include "kernels/gpu/reconstruct/fused.hpp"
 
-namespace svdserve::gpu {
+namespace svdserve::reference {
 namespace {
+
+using gpu::ReconstructTask;
+using gpu::StreamView;
 
 constexpr uint32_t kInterleaveThreads = 256;
 constexpr std::size_t kMaxInterleaveBlocks = 65535;  // grid-stride beyond this
@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(kInterleaveThreads)
        index += stride) {
     const std::size_t pixel = index / channels;
     const auto channel = static_cast<uint32_t>(index - pixel * channels);
-    out[index] = detail::to_pixel<Pixel>(planes[channel * plane_values + pixel]);
+    out[index] = gpu::detail::to_pixel<Pixel>(planes[channel * plane_values + pixel]);
   }
 }
 
@@ -78,7 +78,8 @@ void check_task(const ReconstructTask& task, OutputPixels pixels) {
     throw InvalidArgument("reconstruct task rank " + std::to_string(task.rank) +
                           " is outside 1.." + std::to_string(task.rank_kept));
   }
-  if (pixels == OutputPixels::f32 && reinterpret_cast<std::uintptr_t>(task.out) % sizeof(float) != 0) {
+  if (pixels == OutputPixels::f32 &&
+      reinterpret_cast<std::uintptr_t>(task.out) % sizeof(float) != 0) {
     throw InvalidArgument("f32 reconstruction output must be float-aligned");
   }
 }
@@ -128,4 +129,4 @@ void reconstruct_with_cublas(cublasHandle_t cublas, std::span<const ReconstructT
   }
 }
 
-}  // namespace svdserve::gpu
+}  // namespace svdserve::reference

@@ -1,34 +1,31 @@
-// Fused rank-k reconstruction: out = pixel(US_k V_k^T), computed tile by tile and written straight
-// into the interleaved (HWC) output; no f32 image ever reaches device memory. This file holds the
-// public entry point (variant choice, argument checks) and the tile64 variant; the tile128
-// variant is in reconstruct_fused_tile128.cu.
+// The tile64 variant (FusedVariant::tile64), the f32 output's kernel: out = US_k V_k^T, computed
+// tile by tile and written straight into the interleaved (HWC) output, unclamped.
 //
-// tile64: one block = one 64 x 64 pixel tile of one task (blockIdx.z), all channels:
+// One block = one 64 x 64 pixel tile of one task (blockIdx.z), all channels:
 //  - 256 threads in a 16 x 16 grid, each accumulating a 4 x 4 patch in registers (FP32 FMA),
 //    one channel at a time so the 16 accumulators are reused;
 //  - k advances in slices of 16. A slice of US (64 rows) and of V (64 columns) sits in shared
 //    memory, double-buffered: the next slice is loaded into registers (float4 where aligned)
 //    while the current one is multiplied, so there is one __syncthreads per slice;
-//  - each channel's pixels go into a shared staging tile that is laid out like the output rows
-//    and copied out with 16-byte stores (the contract is in reconstruct_tile_io.cuh).
-// Summation order per output is k = 0, 1, ..., rank - 1, one FMA each; cuBLAS sums in another
-// order, so the two paths can differ in the last bits (and a u8 pixel by 1 at a .5 boundary).
+//  - each channel's values go into a shared staging tile that is laid out like the output rows
+//    and copied out with 16-byte stores (the contract is in tile_io.cuh).
+// Summation order per output is k = 0, 1, ..., rank - 1, one FMA each: tile128's and rows'.
+// cuBLAS sums in another order, so the two can differ in the last bits.
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
-#include "kernels/errors.hpp"
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/reconstruct/pixel_convert.cuh"
-#include "kernels/gpu/reconstruct/fused.hpp"
-#include "kernels/gpu/reconstruct/variants.hpp"
 #include "kernels/gpu/reconstruct/tile_io.cuh"
+#include "kernels/gpu/reconstruct/variants.hpp"
 
 namespace svdserve::gpu {
 namespace {
+
+using Pixel = float;  // the u8 variants are tile128, rows, tensor and wgmma
 
 using detail::kStoreBytes;
 using detail::kVectorFloats;
@@ -43,7 +40,6 @@ constexpr uint32_t kPatchRows = 4;     // outputs per thread, per channel: 4 x 4
 constexpr uint32_t kPatchCols = 4;
 constexpr uint32_t kThreadsPerTileRow = kTileCols / kPatchCols;
 constexpr uint32_t kThreads = (kTileRows / kPatchRows) * kThreadsPerTileRow;
-constexpr uint32_t kMaxGridYZ = 65535;
 constexpr int kMinBlocksPerSm = 4;  // caps registers at 64: 16 accumulators + prefetch + addresses
 constexpr std::size_t kSharedBytesWithoutOptIn = 48 * 1024;
 
@@ -58,14 +54,14 @@ constexpr std::size_t kVSlicesBytes = 2 * kSliceDepth * kTileCols * sizeof(float
 constexpr std::size_t kStagingOffset = kUsSlicesBytes + kVSlicesBytes;
 static_assert(kStagingOffset % kStoreBytes == 0);
 
-template <typename Pixel, uint32_t kChannels>
+template <uint32_t kChannels>
 constexpr uint32_t staging_pitch() {
   return detail::staging_pitch<Pixel, kChannels, kTileCols>();
 }
 
-template <typename Pixel, uint32_t kChannels>
+template <uint32_t kChannels>
 constexpr std::size_t shared_bytes() {
-  return kStagingOffset + std::size_t{kTileRows} * staging_pitch<Pixel, kChannels>();
+  return kStagingOffset + std::size_t{kTileRows} * staging_pitch<kChannels>();
 }
 
 using UsSlice = float[kSliceDepth][kTileRows];
@@ -86,12 +82,12 @@ __device__ __forceinline__ void accumulate_k(const UsSlice& us, const VSlice& v,
   }
 }
 
-template <typename Pixel, uint32_t kChannels>
+template <uint32_t kChannels>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
-    fused_reconstruct_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
+    fused_reconstruct_tile64_kernel(const ReconstructTask* __restrict__ tasks, uint32_t height,
                              uint32_t width) {
   constexpr uint32_t kPixelBytes = kChannels * sizeof(Pixel);
-  constexpr uint32_t kPitch = staging_pitch<Pixel, kChannels>();
+  constexpr uint32_t kPitch = staging_pitch<kChannels>();
   static_assert(kPitch % kStoreBytes == 0);
 
   extern __shared__ __align__(16) unsigned char shared[];
@@ -176,7 +172,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     for (uint32_t r = 0; r < kPatchRows; ++r) {
 #pragma unroll
       for (uint32_t c = 0; c < kPatchCols; ++c) {
-        const uint32_t offset = stage_row[r] + ((patch_col + c) * kChannels + channel) * sizeof(Pixel);
+        const uint32_t offset =
+            stage_row[r] + ((patch_col + c) * kChannels + channel) * sizeof(Pixel);
         *reinterpret_cast<Pixel*>(staging + offset) = detail::to_pixel<Pixel>(acc[r][c]);
       }
     }
@@ -186,11 +183,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
                                                             tile_rows, tile_cols, threadIdx.x);
 }
 
-template <typename Pixel, uint32_t kChannels>
+template <uint32_t kChannels>
 void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
             StreamView stream) {
-  constexpr std::size_t kSharedBytes = shared_bytes<Pixel, kChannels>();
-  const auto kernel = fused_reconstruct_kernel<Pixel, kChannels>;
+  constexpr std::size_t kSharedBytes = shared_bytes<kChannels>();
+  const auto kernel = fused_reconstruct_tile64_kernel<kChannels>;
   if constexpr (kSharedBytes > kSharedBytesWithoutOptIn) {
     // Per device and cheap; set on every launch rather than cached per process.
     SVDSERVE_CUDA_CHECK(cudaFuncSetAttribute(
@@ -203,96 +200,23 @@ void launch(const ReconstructTask* tasks_device, uint32_t count, const ImageShap
   SVDSERVE_CUDA_CHECK_LAUNCH();
 }
 
-template <typename Pixel>
-void launch_for_channels(const ReconstructTask* tasks_device, uint32_t count,
-                         const ImageShape& shape, StreamView stream) {
+}  // namespace
+
+namespace variants {
+
+bool Tile64::can_implement(const ReconstructLaunch& launch) noexcept {
+  return launch.pixels == OutputPixels::f32;
+}
+
+uint32_t Tile64::tile_rows() noexcept { return kTileRows; }
+
+// Outputs must be float-aligned (device allocations are).
+void Tile64::run(const ReconstructTask* tasks_device, uint32_t count, const ImageShape& shape,
+                 const ReconstructLaunch& /*launch*/, StreamView stream) {
   dispatch_channels(shape.channels, [&](auto channels) {
-    launch<Pixel, decltype(channels)::value>(tasks_device, count, shape, stream);
+    launch<decltype(channels)::value>(tasks_device, count, shape, stream);
   });
 }
 
-}  // namespace
-
-uint32_t fused_tile64_rows() noexcept { return kTileRows; }
-
-// u8 outputs may start at any byte; f32 outputs must be float-aligned (device allocations are).
-void launch_fused_tile64(const ReconstructTask* tasks_device, uint32_t count,
-                         const ImageShape& shape, OutputPixels pixels, StreamView stream) {
-  if (pixels == OutputPixels::u8) {
-    launch_for_channels<uint8_t>(tasks_device, count, shape, stream);
-  } else {
-    launch_for_channels<float>(tasks_device, count, shape, stream);
-  }
-}
-
-const char* fused_variant_name(FusedVariant variant) noexcept {
-  switch (variant) {
-    case FusedVariant::automatic: return "automatic";
-    case FusedVariant::tile64: return "tile64";
-    case FusedVariant::tile128: return "tile128";
-    case FusedVariant::rows: return "rows";
-    case FusedVariant::tensor: return "tensor";
-    case FusedVariant::wgmma: return "wgmma";
-  }
-  return "unknown";
-}
-
-// From the H100 runs of svdserve_reconstruct_bench (docs/performance-log.md, "Kernel"): rows is the
-// fastest u8 variant at k = 1 (81-92 % of the floor against tile128's 56-68 %), but only rank 1
-// has its fast path (factors in registers): at k = 2 it reaches 23-27 %, tile128 53-63 %. tensor
-// ties tile128 at k = 6 (within 6 % either way over the five sizes), is 6-13 % faster at k = 8,
-// 1.36-1.54x from k = 16, and slower below 6; tile128 is the fastest in between. A persistent-block variant
-// for k <= 16 was predicted to win there, measured 15-25 % slower, and removed.
-// wgmma (sm_90 only), since session 7, ties tensor where the rank is a multiple of 16 (tensor's
-// slice depth; 12-16 and 32: within 5 %, up to 1.14x) and is faster elsewhere from 8 (its slices
-// are 8 deep): 1.12-1.29x at k = 8, 1.17-1.34x at 20-24 and 40, 1.05-1.32x from 48 on; and it
-// beats tile128 at 2-7 (k = 2: 1.02-1.25x, k = 4: 1.09-1.38x, k = 6: 1.22-1.35x), with 1, 3 and
-// 4 channels. So on sm_90 it takes every rank but 1.
-constexpr uint32_t kRowsMaxRank = 1;
-constexpr uint32_t kTensorMinRank = 8;
-
-FusedVariant fused_variant_for(FusedVariant requested, OutputPixels pixels,
-                               uint32_t max_rank) noexcept {
-  if (pixels == OutputPixels::f32) return FusedVariant::tile64;  // the others are u8 only
-  switch (requested) {
-    case FusedVariant::tile64:
-    case FusedVariant::tile128:
-    case FusedVariant::rows:
-    case FusedVariant::tensor: return requested;
-    case FusedVariant::wgmma:
-      return fused_wgmma_supported() ? FusedVariant::wgmma : FusedVariant::tensor;
-    case FusedVariant::automatic: break;
-  }
-  if (max_rank <= kRowsMaxRank) return FusedVariant::rows;
-  if (fused_wgmma_supported()) return FusedVariant::wgmma;
-  return max_rank < kTensorMinRank ? FusedVariant::tile128 : FusedVariant::tensor;
-}
-
-void launch_fused_reconstruct(const ReconstructTask* tasks_device, uint32_t count,
-                              const ImageShape& shape, OutputPixels pixels, uint32_t max_rank,
-                              StreamView stream, FusedVariant variant) {
-  if (count == 0 || shape.width == 0 || shape.height == 0) return;
-  const FusedVariant chosen = fused_variant_for(variant, pixels, max_rank);
-  const uint32_t tile_rows = chosen == FusedVariant::tile128  ? fused_tile128_rows()
-                             : chosen == FusedVariant::tensor ? fused_tensor_rows()
-                             : chosen == FusedVariant::wgmma  ? fused_wgmma_rows()
-                                                              : fused_tile64_rows();
-  const uint32_t row_tiles = (shape.height + tile_rows - 1) / tile_rows;
-  if (count > kMaxGridYZ || row_tiles > kMaxGridYZ) {
-    throw InvalidArgument("fused reconstruction: " + std::to_string(count) + " tasks of height " +
-                          std::to_string(shape.height) + " exceed one launch's grid");
-  }
-  if (chosen == FusedVariant::tile128) {
-    launch_fused_tile128_u8(tasks_device, count, shape, stream);
-  } else if (chosen == FusedVariant::tensor) {
-    launch_fused_tensor_u8(tasks_device, count, shape, stream);
-  } else if (chosen == FusedVariant::wgmma) {
-    launch_fused_wgmma_u8(tasks_device, count, shape, max_rank, stream);
-  } else if (chosen == FusedVariant::rows) {
-    launch_fused_rows_u8(tasks_device, count, shape, max_rank, stream);
-  } else {
-    launch_fused_tile64(tasks_device, count, shape, pixels, stream);
-  }
-}
-
+}  // namespace variants
 }  // namespace svdserve::gpu
