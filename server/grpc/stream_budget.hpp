@@ -4,9 +4,9 @@
 // sit in the host buffer pool). Each stream has its own limits as well (reconstruct_stream.cpp),
 // but many streams together would still fill the compute queue (their items then fail with
 // RESOURCE_EXHAUSTED) or the pool (answers spill to ordinary memory, whose device-to-host copies
-// are slow: 64 streams of 4 items at 1024^2 gave 1,247 items/s on the H100 without this budget,
-// 2,326 with it; docs/performance-log.md). An answer stops counting against the queue's share when
-// it is computed, so clients that read slowly hold pool bytes, not queue places.
+// are slow; 64 streams of 4 items at 1024^2, H100: 1,247 items/s without this budget, 2,326
+// with it). An answer stops counting against the queue's share when it is computed, so clients
+// that read slowly hold pool bytes, not queue places.
 //
 // A stream that holds answers and finds the budget spent stops reading requests (gRPC flow
 // control for its client) until one of its own answers is written: no stream waits on another,

@@ -1,7 +1,7 @@
 #include "server/process/backend_selection.hpp"
 
 #include "kernels/errors.hpp"
-#include "server/process/logging.hpp"
+#include "server/runtime/logger.hpp"
 
 #if SVDSERVE_HAVE_CUDA
 #include "kernels/gpu/common/cuda_resources.hpp"

@@ -11,6 +11,8 @@
 #include "kernels/errors.hpp"
 #include "server/grpc/ordered_responses.hpp"
 #include "server/grpc/reconstruct_response_encoder.hpp"
+#include "server/grpc/request_translation.hpp"
+#include "server/grpc/response_fields.hpp"
 #include "server/grpc/service.hpp"
 #include "server/grpc/status_mapping.hpp"
 
@@ -29,7 +31,7 @@ constexpr uint64_t kMaxUnwrittenBytesPerStream = uint64_t{64} << 20;
 // The pixel bytes a reconstruction will answer with (PNG: at most about the raw u8 size).
 uint64_t answer_bytes(const Job& job) {
   const uint64_t values = job.factors->shape().values();
-  return job.format == v1::OUTPUT_FORMAT_RAW_F32 ? values * sizeof(float) : values;
+  return job.format == OutputFormat::raw_f32 ? values * sizeof(float) : values;
 }
 
 class ReconstructStreamReactor final
@@ -114,8 +116,7 @@ class ReconstructStreamReactor final
   // The answer to a request that failed: its status only; the stream goes on.
   static grpc::ByteBuffer failure(const grpc::Status& status) {
     v1::ReconstructStreamResponse response;
-    response.mutable_status()->set_code(status.error_code());
-    response.mutable_status()->set_message(status.error_message());
+    fill_status(status, response.mutable_status());
     return encode_message(response);
   }
 
