@@ -81,10 +81,11 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                       " (address in use or not available?)");
   }
   set_serving(false);  // until startup work (e.g. --load-dir) is done
-  log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} workers={} "
-             "loaders={} max_batch_size={} max_queue_delay_us={}",
-             config_.listen_address(), port_, metrics_port(), backend_->name(), backend_->device_description(),
-             budget, config_.worker_threads(), config_.loader_threads(), config_.max_batch_size(),
+  log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} "
+             "workers={} loaders={} cpu_compute_threads={} max_batch_size={} max_queue_delay_us={}",
+             config_.listen_address(), port_, metrics_port(), backend_->name(),
+             backend_->device_description(), budget, config_.worker_threads(),
+             config_.loader_threads(), config_.cpu_compute_threads(), config_.max_batch_size(),
              config_.max_queue_delay_us());
 }
 
