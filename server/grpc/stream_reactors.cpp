@@ -88,6 +88,7 @@ class ReconstructStreamReactor final
       StartRead(&request_);
     } else {
       read_paused_ = true;
+      budget_.stopped_reading();
     }
   }
 
@@ -97,6 +98,7 @@ class ReconstructStreamReactor final
     grpc::ByteBuffer* next = mark_written();
     if (read_paused_ && may_read() && !client_gone_) {
       read_paused_ = false;
+      budget_.reading_again();
       StartRead(&request_);
     }
     write_next(lock, next);
@@ -108,6 +110,12 @@ class ReconstructStreamReactor final
   }
 
   void OnDone() override {
+    bool was_waiting = false;  // ended while waiting for its client
+    {
+      std::lock_guard lock(mutex_);
+      was_waiting = read_paused_;
+    }
+    if (was_waiting) budget_.reading_again();
     service_.record("ReconstructStream", final_status_);
     delete this;
   }
