@@ -1,45 +1,15 @@
 #include "client/status_text.hpp"
 
-#include <array>
+#include "svdserve/status_code_names.hpp"
 
 namespace svdserve {
-namespace {
-
-// Indexed by google.rpc.Code.
-constexpr std::array<std::string_view, 17> kCodeNames = {
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-};
-
-}  // namespace
 
 std::string_view status_code_name(grpc::StatusCode code) noexcept {
-  const auto index = static_cast<int>(code);
-  if (index < 0 || index >= static_cast<int>(kCodeNames.size())) return "UNKNOWN";
-  return kCodeNames[static_cast<std::size_t>(index)];
+  const std::string_view name = known_status_code_name(static_cast<int>(code));
+  return name.empty() ? "UNKNOWN" : name;
 }
 
-std::string status_code_name(int code) {
-  if (code < 0 || code >= static_cast<int>(kCodeNames.size())) {
-    return "CODE_" + std::to_string(code);
-  }
-  return std::string(kCodeNames[static_cast<std::size_t>(code)]);
-}
+std::string status_code_name(int code) { return status_code_text(code); }
 
 std::string format_status(const grpc::Status& status) {
   std::string text(status_code_name(status.error_code()));

@@ -16,7 +16,8 @@ enum class ExitCode : int {
   unreachable = 3,  // UNAVAILABLE or DEADLINE_EXCEEDED: no server, or it did not answer in time.
 };
 
-// "OK", "INVALID_ARGUMENT", ...; "CODE_<n>" for values outside google.rpc.Code.
+// "OK", "INVALID_ARGUMENT", ... (the shared table, svdserve/status_code_names.hpp); outside
+// google.rpc.Code: "UNKNOWN" for a StatusCode, "CODE_<n>" for an int.
 [[nodiscard]] std::string_view status_code_name(grpc::StatusCode code) noexcept;
 [[nodiscard]] std::string status_code_name(int code);
 

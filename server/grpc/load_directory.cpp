@@ -8,9 +8,10 @@
 #include <set>
 
 #include "kernels/errors.hpp"
-#include "server/process/logging.hpp"
+#include "server/grpc/response_fields.hpp"
 #include "server/grpc/service.hpp"
 #include "server/grpc/status_mapping.hpp"
+#include "server/runtime/logger.hpp"
 
 namespace svdserve {
 namespace {
@@ -53,8 +54,7 @@ struct LoadProgress {
 grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext* ctx,
                                                     const v1::LoadDirectoryRequest* request,
                                                     v1::LoadDirectoryResponse* response) {
-  auto* reactor = ctx->DefaultReactor();
-  try {
+  return unary(ctx, "LoadDirectory", [&](const UnaryCall& call) {
     check_accepting();
     const fs::path folder(request->path());
     if (request->path().empty()) throw InvalidArgument("path is empty; name a folder on the server");
@@ -63,7 +63,7 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
       throw NotFound("'" + request->path() + "' is not a folder on the server (mount it into the "
                      "container, e.g. -v /host/images:/data)");
     }
-    const uint32_t max_rank = checked_max_rank(request->max_rank());
+    const uint32_t max_rank = ranks_.rank_to_keep(request->max_rank());
     std::vector<fs::path> files = list_images(folder, request->recursive());
 
     std::lock_guard lock(directory_loads_mutex_);
@@ -72,9 +72,11 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
       throw ResourceExhausted("too many LoadDirectory calls at once (" +
                               std::to_string(kMaxConcurrentLoads) + "); retry when one finishes");
     }
+    // Room first: once the thread runs it may finish the call, so nothing after it may throw.
+    directory_loads_.reserve(directory_loads_.size() + 1);
     auto load = std::make_unique<DirectoryLoad>();
     DirectoryLoad* self = load.get();
-    load->thread = std::jthread([this, self, ctx, reactor, response, folder, max_rank,
+    load->thread = std::jthread([this, self, ctx, call, response, folder, max_rank,
                                  files = std::move(files)] {
       LoadProgress progress;
       progress.remaining = files.size();
@@ -86,14 +88,12 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
       for (std::size_t i = 0; i < files.size(); ++i) {
         v1::LoadResult* result = response->mutable_results(static_cast<int>(i));
         JobPtr job = make_job(ctx, JobKind::decompose);
-        job->source_path = files[i].string();
+        job->source = ImageFile{files[i].string()};
         job->image_id = result->id();
         job->max_rank = max_rank;
         job->wait_for_room = true;
         job->on_done = [&progress, result](Job& done, std::exception_ptr error) {
-          const grpc::Status status = to_status(error);
-          result->mutable_status()->set_code(status.error_code());
-          result->mutable_status()->set_message(status.error_message());
+          fill_status(to_status(error), result->mutable_status());
           if (!error) {
             fill_shape(done.factors->shape(), result->mutable_shape());
             result->set_rank_kept(done.factors->rank_kept());
@@ -113,14 +113,11 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
       response->set_failed(static_cast<uint32_t>(files.size()) - loaded);
       log().info("load_directory path={} loaded={} failed={}", folder.string(), loaded,
                  files.size() - loaded);
-      finish(reactor, "LoadDirectory", grpc::Status::OK);
+      call.finish(grpc::Status::OK);
       self->done.store(true);
     });
     directory_loads_.push_back(std::move(load));
-  } catch (...) {
-    finish(reactor, "LoadDirectory", to_status(std::current_exception()));
-  }
-  return reactor;
+  });
 }
 
 }  // namespace svdserve

@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "server/grpc/call_metrics.hpp"
+#include "server/grpc/stream_budget.hpp"
+#include "server/grpc/unary_call.hpp"
 #include "server/runtime/factor_store.hpp"
 #include "server/runtime/job.hpp"
 #include "server/runtime/pipeline.hpp"
-#include "server/process/stats.hpp"
-#include "server/grpc/stream_budget.hpp"
+#include "server/runtime/rank_validator.hpp"
 #include "svdserve/v1/config.pb.h"
 #include "svdserve/v1/svdserve.grpc.pb.h"
 
@@ -29,7 +31,7 @@ struct ServiceContext {
   Backend& backend;
   FactorStore& store;
   Pipeline& pipeline;
-  Stats& stats;
+  CallMetrics& metrics;         // calls by method and code; GetStats reads it
   StreamBudget& stream_budget;  // what all ReconstructStream calls together may hold
   int64_t started_unix_ms = 0;
 };
@@ -108,28 +110,37 @@ class SvdService final : public SvdServiceBase {
                                           const v1::StopProfilingRequest* request,
                                           v1::StopProfilingResponse* response) override;
 
-  // Shared by the reactors in reconstruct_stream.cpp.
+  // Shared by the reactors in stream_reactors.cpp.
   // A reconstruct job for one request item, with the factors looked up and the deadline and
   // cancellation of ctx attached. Throws on a bad request (unknown id, bad rank, draining).
   [[nodiscard]] JobPtr make_reconstruct_job(grpc::CallbackServerContext* ctx,
                                             const v1::ReconstructRequest& request);
+  // Counts a streaming call (unary calls count themselves through UnaryCall).
   void record(const char* method, const grpc::Status& status) {
-    context_.stats.record_call(method, status.error_code());
+    context_.metrics.record_call(method, status.error_code());
   }
   [[nodiscard]] const ServiceContext& context() const noexcept { return context_; }
   [[nodiscard]] StreamBudget& stream_budget() const noexcept { return context_.stream_budget; }
 
  private:
-  // Finishes a unary RPC and counts it.
-  void finish(grpc::ServerUnaryReactor* reactor, const char* method, const grpc::Status& status);
+  // The one way a unary handler runs and ends (unary_call.hpp).
+  template <typename Start>
+  grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* ctx, const char* method,
+                                  Start&& start) {
+    return run_unary(ctx, method, context_.metrics, std::forward<Start>(start));
+  }
+  template <typename Respond>
+  grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* ctx, const char* method,
+                                   Respond&& respond) {
+    return answer_unary(ctx, method, context_.metrics, std::forward<Respond>(respond));
+  }
+
   void check_accepting() const;
-  // The rank to keep for a decomposition: the request's, or the default; InvalidArgument above
-  // the server's max_rank.
-  [[nodiscard]] uint32_t checked_max_rank(uint32_t requested) const;
   [[nodiscard]] JobPtr make_job(grpc::CallbackServerContext* ctx, JobKind kind) const;
   [[nodiscard]] std::string next_image_id();
 
   ServiceContext context_;
+  const RankValidator ranks_;
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
 
@@ -140,17 +151,5 @@ class SvdService final : public SvdServiceBase {
   std::mutex directory_loads_mutex_;
   std::vector<std::unique_ptr<DirectoryLoad>> directory_loads_;  // guarded by directory_loads_mutex_
 };
-
-// Response builders shared by unary and streaming handlers.
-void fill_shape(const ImageShape& shape, v1::Shape* out);
-void fill_timings(const Job& job, v1::StageTimings* out);
-// Every field but the pixels.
-void fill_reconstruction_fields(const Job& job, v1::ReconstructResponse* out);
-// Every field, the pixels taken from the job.
-void fill_reconstruction(Job& job, v1::ReconstructResponse* out);
-// A raw method's request, parsed as the generated code does for a typed method, except that
-// malformed bytes are INVALID_ARGUMENT with a message (gRPC's typed callback handler answers
-// UNIMPLEMENTED, no message).
-[[nodiscard]] v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes);
 
 }  // namespace svdserve

@@ -11,7 +11,8 @@ namespace svdserve {
 // svdserve::Error -> its code; any other exception -> INTERNAL. The message is the exception's.
 [[nodiscard]] grpc::Status to_status(std::exception_ptr error);
 
-// "OK", "INVALID_ARGUMENT", ... as gRPC spells them.
+// "OK", "INVALID_ARGUMENT", ... as gRPC spells them (the table shared with the client);
+// "CODE_<n>" outside google.rpc.Code.
 [[nodiscard]] std::string code_name(grpc::StatusCode code);
 
 }  // namespace svdserve

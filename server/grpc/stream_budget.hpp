@@ -1,12 +1,12 @@
 #pragma once
 // What all ReconstructStream calls together may hold: requests read and still computing (they
 // sit in the compute queue and its batches), and the pixel bytes of answers not yet written (they
-// sit in the host buffer pool). Each stream has its own limits as well (reconstruct_stream.cpp),
+// sit in the host buffer pool). Each stream has its own limits as well (stream_reactors.cpp),
 // but many streams together would still fill the compute queue (their items then fail with
 // RESOURCE_EXHAUSTED) or the pool (answers spill to ordinary memory, whose device-to-host copies
-// are slow: 64 streams of 4 items at 1024^2 gave 1,247 items/s on the H100 without this budget,
-// 2,326 with it; docs/performance-log.md). An answer stops counting against the queue's share when
-// it is computed, so clients that read slowly hold pool bytes, not queue places.
+// are slow; 64 streams of 4 items at 1024^2, H100: 1,247 items/s without this budget, 2,326
+// with it). An answer stops counting against the queue's share when it is computed, so clients
+// that read slowly hold pool bytes, not queue places.
 //
 // A stream that holds answers and finds the budget spent stops reading requests (gRPC flow
 // control for its client) until one of its own answers is written: no stream waits on another,
@@ -15,7 +15,11 @@
 // together may pass each limit by one answer a stream (in bytes: a stream's largest answer).
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 
 namespace svdserve {
 
@@ -24,6 +28,7 @@ struct StreamBudgetSample {
   uint64_t unwritten_bytes = 0;
   uint64_t max_computing = 0;
   uint64_t max_unwritten_bytes = 0;
+  uint64_t waiting_streams = 0;  // stopped reading until one of their own answers is written
 };
 
 class StreamBudget {
@@ -42,26 +47,46 @@ class StreamBudget {
 
   // A request's life: read (and its answer's pixel bytes once known), computed (or failed),
   // written (or dropped), with the bytes added for it.
-  void read() noexcept { computing_.fetch_add(1, std::memory_order_relaxed); }
-  void add_bytes(uint64_t bytes) noexcept {
-    unwritten_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  }
-  void computed() noexcept { computing_.fetch_sub(1, std::memory_order_relaxed); }
-  void written(uint64_t bytes) noexcept {
-    unwritten_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
-  }
+  void read() noexcept { change(computing_, 1); }
+  void add_bytes(uint64_t bytes) noexcept { change(unwritten_bytes_, bytes); }
+  void computed() noexcept { change(computing_, -1); }
+  void written(uint64_t bytes) noexcept { change(unwritten_bytes_, 0 - bytes); }
+  // A stream stops reading requests (it holds its limit, or the budget is spent), and reads again.
+  void stopped_reading() noexcept { change(waiting_streams_, 1); }
+  void reading_again() noexcept { change(waiting_streams_, -1); }
 
   [[nodiscard]] StreamBudgetSample sample() const noexcept {
     return {computing_.load(std::memory_order_relaxed),
             unwritten_bytes_.load(std::memory_order_relaxed), max_computing_,
-            max_unwritten_bytes_};
+            max_unwritten_bytes_, waiting_streams_.load(std::memory_order_relaxed)};
   }
 
+  // Waits until `reached(sample())` holds, at most `timeout`; returns whether it did. For
+  // observers (tests, shutdown logs): the streams themselves never wait on the budget.
+  [[nodiscard]] bool wait_until(const std::function<bool(const StreamBudgetSample&)>& reached,
+                                std::chrono::milliseconds timeout) const;
+
  private:
+  // Every change wakes the observers waiting in wait_until, if there are any: the fences make
+  // either the observer see the change or this see the observer (no lost wake-up), and the
+  // streams pay one load when nobody watches.
+  void change(std::atomic<uint64_t>& value, uint64_t delta) noexcept {
+    value.fetch_add(delta, std::memory_order_relaxed);  // unsigned: a "negative" delta wraps
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (observers_.load(std::memory_order_relaxed) == 0) return;
+    { std::lock_guard lock(observers_mutex_); }  // an observer between its check and its wait
+    changed_.notify_all();
+  }
+
   const uint64_t max_computing_;
   const uint64_t max_unwritten_bytes_;
   std::atomic<uint64_t> computing_{0};
   std::atomic<uint64_t> unwritten_bytes_{0};
+  std::atomic<uint64_t> waiting_streams_{0};
+
+  mutable std::atomic<uint64_t> observers_{0};
+  mutable std::mutex observers_mutex_;  // with changed_: wait_until's sleep
+  mutable std::condition_variable changed_;
 };
 
 }  // namespace svdserve

@@ -1,7 +1,7 @@
 #include "server/process/backend_selection.hpp"
 
 #include "kernels/errors.hpp"
-#include "server/process/logging.hpp"
+#include "server/runtime/logger.hpp"
 
 #if SVDSERVE_HAVE_CUDA
 #include "kernels/gpu/common/cuda_resources.hpp"
@@ -50,7 +50,7 @@ std::unique_ptr<Backend> make_backend(const v1::ServerConfig& config) {
   }
   if (want_gpu) log().info("backend=cpu reason=\"built without CUDA\"");
 #endif
-  return make_cpu_backend(config.worker_threads());
+  return make_cpu_backend(config.cpu_compute_threads());
 }
 
 std::size_t memory_budget_bytes(const v1::ServerConfig& config, const Backend& backend) {

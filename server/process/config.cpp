@@ -48,6 +48,7 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.listen_address().empty()) c.set_listen_address("0.0.0.0:50051");
   if (c.loader_threads() == 0) c.set_loader_threads(2);
   if (c.worker_threads() == 0) c.set_worker_threads(cores);
+  if (c.cpu_compute_threads() == 0) c.set_cpu_compute_threads(cores);
   if (c.queue_capacity() == 0) c.set_queue_capacity(256);
   if (c.max_batch_size() == 0) c.set_max_batch_size(16);
   if (!c.has_max_queue_delay_us()) c.set_max_queue_delay_us(100);  // 0 is a valid choice
@@ -77,6 +78,7 @@ void validate(const v1::ServerConfig& c) {
           "listen_address must be host:port, got '" + c.listen_address() + "'");
   require(c.loader_threads() <= 256, "loader_threads must be 1..256");
   require(c.worker_threads() <= 256, "worker_threads must be 1..256");
+  require(c.cpu_compute_threads() <= 1024, "cpu_compute_threads must be 1..1024");
   require(c.queue_capacity() <= 1'000'000, "queue_capacity must be 1..1000000");
   require(c.max_batch_size() <= 4096, "max_batch_size must be 1..4096");
   require(c.max_queue_delay_us() <= 1'000'000, "max_queue_delay_us must be at most 1000000");

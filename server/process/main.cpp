@@ -7,7 +7,7 @@
 #include "kernels/errors.hpp"
 #include "server/process/config.hpp"
 #include "server/process/flags.hpp"
-#include "server/process/logging.hpp"
+#include "server/runtime/logger.hpp"
 #include "server/process/server.hpp"
 
 namespace {

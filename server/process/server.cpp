@@ -8,7 +8,8 @@
 
 #include "kernels/errors.hpp"
 #include "server/process/backend_selection.hpp"
-#include "server/process/logging.hpp"
+#include "server/process/prometheus_text.hpp"
+#include "server/runtime/logger.hpp"
 
 namespace svdserve {
 namespace {
@@ -46,24 +47,25 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
       config_.full_store_policy() == v1::FULL_STORE_POLICY_REJECT ? FullStoreAction::reject
                                                                   : FullStoreAction::evict_lru,
       config_.evicted_history());
-  stats_ = std::make_unique<Stats>();
-  pipeline_ = std::make_unique<Pipeline>(pipeline_options(config_), *backend_, *store_, *stats_);
+  metrics_ = std::make_unique<MetricsSink>();
+  pipeline_ = std::make_unique<Pipeline>(pipeline_options(config_), *backend_, *store_, *metrics_);
   // Half the compute queue and half the host buffer pool; the other halves stay for the rest.
   stream_budget_ = std::make_unique<StreamBudget>(
       std::max<uint64_t>(1, config_.queue_capacity() / 2),
       std::max<uint64_t>(1, config_.host_buffer_pool_bytes() / 2));
   if (config_.metrics_port() != 0) {
-    metrics_ = std::make_unique<Metrics>(static_cast<int>(config_.metrics_port()), [this] {
-      return LiveValues{pipeline_->decode_queue_depth(), pipeline_->compute_queue_depth(),
-                        pipeline_->jobs_in_flight(),      store_->images_resident(),
-                        store_->bytes_resident(),         store_->budget_bytes(),
-                        store_->evictions(),              pipeline_->host_buffer_stats(),
-                        stream_budget_->sample(),         backend_->metrics()};
-    });
-    stats_->attach(metrics_.get());
+    metrics_http_ = std::make_unique<MetricsHttpEndpoint>(
+        static_cast<int>(config_.metrics_port()), [this] {
+          const LiveValues live{pipeline_->decode_queue_depth(), pipeline_->compute_queue_depth(),
+                                pipeline_->jobs_in_flight(),      store_->images_resident(),
+                                store_->bytes_resident(),         store_->budget_bytes(),
+                                store_->evictions(),              pipeline_->host_buffer_stats(),
+                                stream_budget_->sample(),         backend_->metrics()};
+          return prometheus_text(metrics_->totals(), live);
+        });
   }
   service_ = std::make_unique<SvdService>(
-      ServiceContext{config_, *backend_, *store_, *pipeline_, *stats_, *stream_budget_,
+      ServiceContext{config_, *backend_, *store_, *pipeline_, *metrics_, *stream_budget_,
                      now_unix_ms()});
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -79,10 +81,11 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                       " (address in use or not available?)");
   }
   set_serving(false);  // until startup work (e.g. --load-dir) is done
-  log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} workers={} "
-             "loaders={} max_batch_size={} max_queue_delay_us={}",
-             config_.listen_address(), port_, metrics_port(), backend_->name(), backend_->device_description(),
-             budget, config_.worker_threads(), config_.loader_threads(), config_.max_batch_size(),
+  log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} "
+             "workers={} loaders={} cpu_compute_threads={} max_batch_size={} max_queue_delay_us={}",
+             config_.listen_address(), port_, metrics_port(), backend_->name(),
+             backend_->device_description(), budget, config_.worker_threads(),
+             config_.loader_threads(), config_.cpu_compute_threads(), config_.max_batch_size(),
              config_.max_queue_delay_us());
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Owns everything a running svdserve is made of, and starts and stops it in a fixed order:
-// start:    backend -> store -> pipeline -> stream budget -> gRPC server (health NOT_SERVING)
-//           -> SERVING
+// start:    backend -> store -> metrics sink -> pipeline -> stream budget -> /metrics endpoint
+//           -> gRPC server (health NOT_SERVING) -> SERVING
 // shutdown: health NOT_SERVING -> refuse new calls -> drain in-flight RPCs (bounded by
 //           drain_timeout_ms) -> stop the pipeline -> destroy in reverse order of creation.
 
@@ -12,12 +12,12 @@
 #include <string>
 
 #include "kernels/backend.hpp"
-#include "server/runtime/factor_store.hpp"
-#include "server/process/metrics.hpp"
-#include "server/runtime/pipeline.hpp"
 #include "server/grpc/service.hpp"
-#include "server/process/stats.hpp"
 #include "server/grpc/stream_budget.hpp"
+#include "server/process/metrics_http.hpp"
+#include "server/process/metrics_sink.hpp"
+#include "server/runtime/factor_store.hpp"
+#include "server/runtime/pipeline.hpp"
 #include "svdserve/v1/config.pb.h"
 
 namespace svdserve {
@@ -40,7 +40,7 @@ class Server {
   // What all ReconstructStream calls hold now, against their shared limits.
   [[nodiscard]] const StreamBudget& stream_budget() const { return *stream_budget_; }
   // The /metrics port, 0 when metrics are off.
-  [[nodiscard]] int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+  [[nodiscard]] int metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }
 
   // Decomposes every image of a server-side folder through the service, as LoadDirectory would.
   // Blocks until done; returns the number of images loaded.
@@ -56,10 +56,10 @@ class Server {
   v1::ServerConfig config_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<FactorStore> store_;
-  std::unique_ptr<Stats> stats_;
+  std::unique_ptr<MetricsSink> metrics_;  // before the pipeline and the service: they record
   std::unique_ptr<Pipeline> pipeline_;
-  std::unique_ptr<StreamBudget> stream_budget_;  // before metrics_ and service_: they use it
-  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<StreamBudget> stream_budget_;  // before the endpoint and the service: they read it
+  std::unique_ptr<MetricsHttpEndpoint> metrics_http_;
   std::unique_ptr<SvdService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;

@@ -5,7 +5,7 @@
 #include <map>
 #include <mutex>
 
-#include "server/process/logging.hpp"
+#include "server/runtime/logger.hpp"
 
 namespace svdserve {
 namespace detail {

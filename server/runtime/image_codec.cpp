@@ -4,6 +4,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "kernels/errors.hpp"
@@ -55,6 +57,47 @@ DecodedImage from_mat(const cv::Mat& interleaved) {
   return image;
 }
 
+int depth_of(SampleType type) {
+  switch (type) {
+    case SampleType::u8: return CV_8U;
+    case SampleType::u16: return CV_16U;
+    case SampleType::f32: return CV_32F;
+  }
+  return CV_8U;
+}
+
+DecodedImage decode_raw(const RawPixels& raw, const ImageLimits& limits) {
+  trace::ScopedRange range("convert_raw");
+  check_dimensions(raw.width, raw.height, raw.channels, limits);
+  if (!raw.type) {
+    throw InvalidArgument("raw image type is not set; use PIXEL_TYPE_U8, _U16 or _F32");
+  }
+  const std::size_t value_bytes = bytes_per_sample(*raw.type);
+  const std::size_t expected = std::size_t{raw.width} * raw.height * raw.channels * value_bytes;
+  if (raw.samples.size() != expected) {
+    throw InvalidArgument("raw image data is " + std::to_string(raw.samples.size()) +
+                          " bytes but width*height*channels*bytes_per_value = " +
+                          std::to_string(raw.width) + "*" + std::to_string(raw.height) + "*" +
+                          std::to_string(raw.channels) + "*" + std::to_string(value_bytes) +
+                          " = " + std::to_string(expected));
+  }
+  if (expected > limits.max_bytes) {
+    throw InvalidArgument("raw image is " + std::to_string(expected) +
+                          " bytes, over the server's max_image_bytes of " +
+                          std::to_string(limits.max_bytes));
+  }
+  const cv::Mat wrapped(static_cast<int>(raw.height), static_cast<int>(raw.width),
+                        CV_MAKETYPE(depth_of(*raw.type), static_cast<int>(raw.channels)),
+                        const_cast<std::byte*>(raw.samples.data()));
+  return from_mat(wrapped);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw InvalidArgument("cannot read '" + path + "'");
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
 }  // namespace
 
 DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits) {
@@ -83,46 +126,22 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
   return from_mat(decoded);
 }
 
-DecodedImage decode_image(const v1::ImageInput& input, const ImageLimits& limits) {
-  switch (input.source_case()) {
-    case v1::ImageInput::kEncoded: {
-      const std::string& bytes = input.encoded();
+DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits) {
+  struct Decode {
+    const ImageLimits& limits;
+    DecodedImage operator()(std::monostate) const {
+      throw InvalidArgument("request has no image: set image.encoded or image.raw");
+    }
+    DecodedImage operator()(const EncodedImage& encoded) const {
+      return decode_encoded(encoded.bytes, limits);
+    }
+    DecodedImage operator()(const RawPixels& raw) const { return decode_raw(raw, limits); }
+    DecodedImage operator()(const ImageFile& file) const {
+      const std::string bytes = read_file(file.path);
       return decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), limits);
     }
-    case v1::ImageInput::kRaw:
-      break;
-    case v1::ImageInput::SOURCE_NOT_SET:
-      throw InvalidArgument("request has no image: set image.encoded or image.raw");
-  }
-  trace::ScopedRange range("convert_raw");
-  const v1::RawImage& raw = input.raw();
-  check_dimensions(raw.width(), raw.height(), raw.channels(), limits);
-  int depth = 0;
-  std::size_t value_bytes = 0;
-  switch (raw.type()) {
-    case v1::PIXEL_TYPE_U8: depth = CV_8U; value_bytes = 1; break;
-    case v1::PIXEL_TYPE_U16: depth = CV_16U; value_bytes = 2; break;
-    case v1::PIXEL_TYPE_F32: depth = CV_32F; value_bytes = 4; break;
-    default:
-      throw InvalidArgument("raw image type is not set; use PIXEL_TYPE_U8, _U16 or _F32");
-  }
-  const std::size_t expected = std::size_t{raw.width()} * raw.height() * raw.channels() * value_bytes;
-  if (raw.data().size() != expected) {
-    throw InvalidArgument("raw image data is " + std::to_string(raw.data().size()) +
-                          " bytes but width*height*channels*bytes_per_value = " +
-                          std::to_string(raw.width()) + "*" + std::to_string(raw.height()) + "*" +
-                          std::to_string(raw.channels()) + "*" + std::to_string(value_bytes) +
-                          " = " + std::to_string(expected));
-  }
-  if (expected > limits.max_bytes) {
-    throw InvalidArgument("raw image is " + std::to_string(expected) +
-                          " bytes, over the server's max_image_bytes of " +
-                          std::to_string(limits.max_bytes));
-  }
-  const cv::Mat wrapped(static_cast<int>(raw.height()), static_cast<int>(raw.width()),
-                        CV_MAKETYPE(depth, static_cast<int>(raw.channels())),
-                        const_cast<char*>(raw.data().data()));
-  return from_mat(wrapped);
+  };
+  return std::visit(Decode{limits}, source);
 }
 
 std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape) {

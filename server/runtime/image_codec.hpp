@@ -1,7 +1,8 @@
 #pragma once
-// Turning request bytes into decoded images (interleaved 8-bit, 16-bit or float samples; the
-// backend makes its float32 matrices from them, on the GPU when there is one), and reconstructed
-// pixels into PNG. Runs on the loader threads; OpenCV does all decoding and encoding.
+// Turning a job's image source (encoded bytes, raw samples or a file) into a decoded image
+// (interleaved 8-bit, 16-bit or float samples; the backend makes its float32 matrices from them,
+// on the GPU when there is one), and reconstructed pixels into PNG. Runs on the loader threads;
+// OpenCV does all decoding and encoding.
 
 #include <cstddef>
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include <string>
 
 #include "kernels/image.hpp"
-#include "svdserve/v1/svdserve.pb.h"
+#include "server/runtime/job.hpp"
 
 namespace svdserve {
 
@@ -19,10 +20,11 @@ struct ImageLimits {
   std::size_t max_bytes = 60u << 20;
 };
 
-// Decodes encoded bytes (any format OpenCV reads) or takes raw pixels, checking sizes, channels
-// and (for float samples) finiteness. Throws InvalidArgument with a message that names what is
-// wrong. The samples keep their type; see SampleType for how they map onto the 0..255 scale.
-[[nodiscard]] DecodedImage decode_image(const v1::ImageInput& input, const ImageLimits& limits);
+// Decodes encoded bytes (any format OpenCV reads), takes raw pixels or reads and decodes a file,
+// checking sizes, channels and (for float samples) finiteness. Throws InvalidArgument with a
+// message that names what is wrong. The samples keep their type; see SampleType for how they map
+// onto the 0..255 scale.
+[[nodiscard]] DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits);
 [[nodiscard]] DecodedImage decode_encoded(std::span<const std::byte> encoded,
                                           const ImageLimits& limits);
 

@@ -1,20 +1,25 @@
 #pragma once
 // One unit of work travelling through the pipeline: admission -> (loader: read + decode) ->
 // batcher -> worker (compute + encode) -> on_done. Every job that is admitted reaches on_done
-// exactly once, with an error or without.
+// exactly once, with an error or without. Plain C++: the gRPC layer translates requests into
+// jobs and results back into responses.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "kernels/factors.hpp"
 #include "kernels/image.hpp"
 #include "server/runtime/pixel_bytes.hpp"
-#include "svdserve/v1/svdserve.pb.h"
+#include "server/runtime/rank_validator.hpp"
 
 namespace svdserve {
 
@@ -31,11 +36,25 @@ enum class JobKind { decompose, reconstruct, compress };
   return "?";
 }
 
-// Exactly one is set: a rank, or a fraction of the energy to keep.
-struct RankSelection {
-  uint32_t rank = 0;
-  double energy_fraction = 0.0;
+// How a reconstruction's pixels leave the server: interleaved u8 or f32 samples, or a PNG.
+enum class OutputFormat { raw_u8, png, raw_f32 };
+
+// Where a decompose or compress job's image comes from. The spans point into the RPC's request,
+// which lives until the RPC finishes, i.e. after on_done.
+struct EncodedImage {
+  std::span<const std::byte> bytes;  // any format OpenCV decodes
 };
+struct RawPixels {
+  uint32_t width = 0;
+  uint32_t height = 0;
+  uint32_t channels = 0;
+  std::optional<SampleType> type;      // empty: the request did not say
+  std::span<const std::byte> samples;  // HWC interleaved
+};
+struct ImageFile {
+  std::string path;  // on the server (LoadDirectory)
+};
+using ImageSource = std::variant<std::monostate, EncodedImage, RawPixels, ImageFile>;
 
 struct StageTimes {
   double queue_us = 0;
@@ -48,14 +67,12 @@ struct StageTimes {
 struct Job {
   JobKind kind = JobKind::reconstruct;
 
-  // Inputs. Decompose and compress read `input` (owned by the RPC's request message, which lives
-  // until the RPC finishes, i.e. after on_done) or, for LoadDirectory, the file at source_path.
-  const v1::ImageInput* input = nullptr;
-  std::string source_path;
+  // Inputs.
+  ImageSource source;  // decompose, compress
   std::string image_id;
-  uint32_t max_rank = 0;  // decompose
+  uint32_t max_rank = 0;      // decompose
   RankSelection rank_choice;  // reconstruct, compress
-  v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8;
+  OutputFormat format = OutputFormat::raw_u8;
   // Raw pixels go into pool memory, which the response hands to gRPC as it is (the zero-copy
   // Reconstruct path). Otherwise they go into a string, which a protobuf response takes.
   bool pixels_in_pool = false;
@@ -81,15 +98,5 @@ struct Job {
 };
 
 using JobPtr = std::unique_ptr<Job>;
-
-// Maps a gRPC deadline (system clock) onto the pipeline's steady clock.
-[[nodiscard]] inline Clock::time_point to_steady_deadline(
-    std::chrono::system_clock::time_point deadline) {
-  const auto now_system = std::chrono::system_clock::now();
-  if (deadline >= std::chrono::system_clock::time_point::max() - std::chrono::hours(24 * 365)) {
-    return Clock::time_point::max();
-  }
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline - now_system);
-}
 
 }  // namespace svdserve

@@ -1,14 +1,11 @@
 #include "server/runtime/pipeline.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 
 #include "kernels/errors.hpp"
 #include "kernels/spectrum.hpp"
 #include "kernels/trace.hpp"
-#include "server/process/logging.hpp"
-#include "server/grpc/status_mapping.hpp"
+#include "server/runtime/logger.hpp"
 
 namespace svdserve {
 namespace {
@@ -26,59 +23,36 @@ void check_alive(const Job& job) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw InvalidArgument("cannot read '" + path + "'");
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+OutputPixels output_pixels(OutputFormat format) {
+  return format == OutputFormat::raw_f32 ? OutputPixels::f32 : OutputPixels::u8;
 }
 
-OutputPixels output_pixels(v1::OutputFormat format) {
-  return format == v1::OUTPUT_FORMAT_RAW_F32 ? OutputPixels::f32 : OutputPixels::u8;
-}
-
-// Against the image's energy when the decomposition was truncated; with every triplet kept, the
-// kept spectrum is exact and the separately summed energy would only add roundoff.
-bool use_image_energy(const Factors& factors) {
-  return factors.rank_kept() < factors.shape().full_rank() && factors.energy() > 0.0;
+// What a failed batch's log line says: the typed error's message, or what else was thrown.
+std::string describe(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "a non-standard exception";
+  }
 }
 
 double error_at_rank(const Factors& factors, uint32_t rank) {
-  return use_image_energy(factors)
+  return against_image_energy(factors)
              ? relative_error_at_rank(factors.all_singular_values(), rank, factors.energy())
              : relative_error_at_rank(factors.all_singular_values(), rank);
 }
 
 }  // namespace
 
-uint32_t resolve_rank(const RankSelection& choice, const Factors& factors) {
-  if (choice.energy_fraction != 0.0) {
-    if (!(choice.energy_fraction > 0.0 && choice.energy_fraction <= 1.0)) {
-      throw InvalidArgument("energy_fraction must be in (0, 1], got " +
-                            std::to_string(choice.energy_fraction));
-    }
-    return use_image_energy(factors)
-               ? rank_for_energy(factors.all_singular_values(), choice.energy_fraction,
-                                 factors.energy())
-               : rank_for_energy(factors.all_singular_values(), choice.energy_fraction);
-  }
-  if (choice.rank == 0) {
-    throw InvalidArgument("rank must be at least 1 (or give energy_fraction instead)");
-  }
-  if (choice.rank > factors.rank_kept()) {
-    throw InvalidArgument("rank " + std::to_string(choice.rank) + " is above the " +
-                          std::to_string(factors.rank_kept()) +
-                          " singular triplets kept for this image; decompose it with a larger "
-                          "max_rank to go higher");
-  }
-  return choice.rank;
-}
-
-Pipeline::Pipeline(PipelineOptions options, Backend& backend, FactorStore& store, Stats& stats)
+Pipeline::Pipeline(PipelineOptions options, Backend& backend, FactorStore& store,
+                   PipelineMetrics& metrics)
     : options_(options),
       backend_(backend),
       host_buffers_(backend, options.host_buffer_pool_bytes),
       store_(store),
-      stats_(stats),
+      metrics_(metrics),
       decode_queue_(options.queue_capacity),
       compute_queue_(options.queue_capacity),
       // Enough batches ready for every worker to pick the next one without waiting.
@@ -141,13 +115,7 @@ void Pipeline::loader_loop() {
       job->times.queue_us += micros_since(job->stage_entered);
       check_alive(*job);
       const Clock::time_point decode_start = Clock::now();
-      if (!job->source_path.empty()) {
-        const std::string bytes = read_file(job->source_path);
-        job->image = decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())),
-                                    options_.image_limits);
-      } else {
-        job->image = decode_image(*job->input, options_.image_limits);
-      }
+      job->image = decode_image(job->source, options_.image_limits);
       job->times.decode_us = micros_since(decode_start);
       job->stage_entered = Clock::now();
     } catch (...) {
@@ -180,7 +148,7 @@ void Pipeline::run_batch(std::shared_ptr<Batch> batch) {
     }
   }
   if (live.empty()) return;
-  stats_.record_batch(live.size());
+  metrics_.record_batch(live.size());
   for (Job* job : live) job->times.batch_size = static_cast<uint32_t>(live.size());
 
   try {
@@ -194,7 +162,7 @@ void Pipeline::run_batch(std::shared_ptr<Batch> batch) {
     // answered yet, keep serving.
     const std::exception_ptr error = std::current_exception();
     log().error("batch failed kind={} size={} error={}", job_kind_name(live.front()->kind),
-                live.size(), to_status(error).error_message());
+                live.size(), describe(error));
     for (Job* job : live) {
       if (!job->answered) complete(*job, error);
     }
@@ -226,18 +194,15 @@ void Pipeline::run_decompose(std::vector<Job*>& jobs) {
 void Pipeline::run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job*>& jobs) {
   // One decomposition for the batch, deep enough for every job's rank.
   uint32_t max_rank = 1;
-  const uint32_t full_rank = jobs.front()->image.shape.full_rank();
   std::vector<Job*> valid;
   for (Job* job : jobs) {
-    const RankSelection& choice = job->rank_choice;
-    if (choice.energy_fraction == 0.0 && choice.rank > full_rank) {
-      complete(*job, std::make_exception_ptr(InvalidArgument(
-                         "rank " + std::to_string(choice.rank) + " is above the image's full rank " +
-                         std::to_string(full_rank) + " (the smaller of width and height)")));
-      continue;
+    try {
+      max_rank = std::max(max_rank, RankValidator::rank_to_decompose(job->rank_choice,
+                                                                     job->image.shape));
+      valid.push_back(job);
+    } catch (...) {
+      complete(*job, std::current_exception());
     }
-    max_rank = std::max(max_rank, choice.energy_fraction != 0.0 ? full_rank : choice.rank);
-    valid.push_back(job);
   }
   if (valid.empty()) return;
   std::vector<const DecodedImage*> images;
@@ -256,7 +221,7 @@ void Pipeline::run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job
 PixelBytes Pipeline::output_for(const Job& job, std::size_t bytes) {
   // PNG's raw pixels never leave the server, so pool memory suits them too: on the GPU the copy
   // lands there directly, and nothing is zero-filled first.
-  if (job.pixels_in_pool || job.format == v1::OUTPUT_FORMAT_PNG) {
+  if (job.pixels_in_pool || job.format == OutputFormat::png) {
     return PixelBytes(host_buffers_.acquire(bytes));
   }
   return PixelBytes(std::string(bytes, '\0'));
@@ -279,7 +244,7 @@ void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
   pending->runnable.reserve(jobs.size());
   for (Job* job : jobs) {
     try {
-      job->rank = resolve_rank(job->rank_choice, *job->factors);
+      job->rank = RankValidator::resolve(job->rank_choice, *job->factors);
       const ImageShape& shape = job->factors->shape();
       const OutputPixels pixels = output_pixels(job->format);
       const std::size_t bytes = shape.values() * bytes_per_value(pixels);
@@ -316,7 +281,7 @@ void Pipeline::finish_reconstruct(const std::vector<Job*>& jobs, std::vector<Pix
     try {
       job.times.compute_us += compute_us;
       job.relative_error = error_at_rank(*job.factors, job.rank);
-      if (job.format == v1::OUTPUT_FORMAT_PNG) {
+      if (job.format == OutputFormat::png) {
         const Clock::time_point encode_start = Clock::now();
         job.pixels = PixelBytes(encode_png(pixels[i].bytes(), job.factors->shape()));
         pixels[i] = {};  // the raw pixels go back to the pool before the answer
@@ -336,7 +301,7 @@ void Pipeline::complete(Job& job, std::exception_ptr error) {
   job.answered = true;
   try {
     const double total_us = micros_since(job.arrived);
-    if (job.times.compute_us > 0) stats_.record_job(job.times, total_us);
+    if (job.times.compute_us > 0) metrics_.record_job(job.times, total_us);
     job.on_done(job, error);
   } catch (const std::exception& e) {
     // on_done only builds a response and finishes the RPC; an exception here is a bug.

@@ -28,7 +28,7 @@
 #include "server/runtime/host_buffer_pool.hpp"
 #include "server/runtime/image_codec.hpp"
 #include "server/runtime/job.hpp"
-#include "server/process/stats.hpp"
+#include "server/runtime/pipeline_metrics.hpp"
 
 namespace svdserve {
 
@@ -45,7 +45,8 @@ struct PipelineOptions {
 
 class Pipeline {
  public:
-  Pipeline(PipelineOptions options, Backend& backend, FactorStore& store, Stats& stats);
+  // backend, store and metrics must outlive the pipeline.
+  Pipeline(PipelineOptions options, Backend& backend, FactorStore& store, PipelineMetrics& metrics);
   ~Pipeline();  // shutdown()
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -83,7 +84,7 @@ class Pipeline {
   // handed to gRPC may come back even later (they keep the pool's bookkeeping alive themselves).
   HostBufferPool host_buffers_;
   FactorStore& store_;
-  Stats& stats_;
+  PipelineMetrics& metrics_;
 
   BoundedQueue<JobPtr> decode_queue_;
   BoundedQueue<JobPtr> compute_queue_;
@@ -96,9 +97,5 @@ class Pipeline {
   std::mutex idle_mutex_;             // with idle_: shutdown waits for jobs_in_flight_ == 0
   std::condition_variable idle_;
 };
-
-// Picks the rank for a request against the factors' spectrum; throws InvalidArgument when the
-// rank is 0, above the kept rank, or the energy fraction is outside (0, 1].
-[[nodiscard]] uint32_t resolve_rank(const RankSelection& choice, const Factors& factors);
 
 }  // namespace svdserve

@@ -5,6 +5,7 @@
 #include "client/call_result.hpp"
 #include "client/cli/report.hpp"
 #include "client/client.hpp"
+#include "svdserve/status_code_names.hpp"
 
 namespace svdserve {
 namespace {
@@ -16,6 +17,20 @@ TEST(StatusText, CodeNames) {
   EXPECT_EQ(status_code_name(5), "NOT_FOUND");
   EXPECT_EQ(status_code_name(99), "CODE_99");
   EXPECT_EQ(status_code_name(-1), "CODE_-1");
+  EXPECT_EQ(status_code_name(static_cast<grpc::StatusCode>(99)), "UNKNOWN");
+}
+
+// The shared table is indexed by gRPC's own enumerators: each name is its code's.
+TEST(StatusText, SharedTableFollowsGrpcsCodes) {
+  EXPECT_EQ(kStatusCodeNames.size(), static_cast<std::size_t>(grpc::StatusCode::UNAUTHENTICATED) + 1);
+  EXPECT_EQ(kStatusCodeNames[grpc::StatusCode::CANCELLED], "CANCELLED");
+  EXPECT_EQ(kStatusCodeNames[grpc::StatusCode::RESOURCE_EXHAUSTED], "RESOURCE_EXHAUSTED");
+  EXPECT_EQ(kStatusCodeNames[grpc::StatusCode::DATA_LOSS], "DATA_LOSS");
+  for (int code = 0; code < static_cast<int>(kStatusCodeNames.size()); ++code) {
+    EXPECT_EQ(status_code_name(code), kStatusCodeNames[static_cast<std::size_t>(code)]);
+    EXPECT_EQ(status_code_name(static_cast<grpc::StatusCode>(code)),
+              kStatusCodeNames[static_cast<std::size_t>(code)]);
+  }
 }
 
 TEST(StatusText, FormatAndExitCodes) {

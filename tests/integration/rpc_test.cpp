@@ -306,6 +306,19 @@ TEST_F(RpcTest, LoadDirectoryDecomposesEveryImageOfTheFolder) {
   EXPECT_TRUE(baboon.ok()) << baboon.status().error_message();
 }
 
+// worker_threads sizes the batch workers, cpu_compute_threads the CPU backend's compute pool.
+TEST_F(RpcTest, CpuComputeThreadsSizeTheBackendsPool) {
+  v1::ServerConfig config = test_config();
+  config.set_worker_threads(1);
+  config.set_cpu_compute_threads(3);
+  start(config);
+  auto info = client_->server_info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->device().rfind("CPU backend: 3 ", 0), 0u) << info->device();
+  auto decomposed = client_->decompose(read_test_image("gradient.png"), 8, "g");
+  EXPECT_TRUE(decomposed.ok()) << decomposed.status().error_message();
+}
+
 TEST_F(RpcTest, ServerInfoStatsAndHealthDescribeTheServer) {
   start();
   auto info = client_->server_info();

@@ -1,5 +1,5 @@
 // Many ReconstructStream calls at once, over real gRPC, are held to the server's shared stream
-// budget (server/stream_budget.hpp): clients that send and do not read make the server stop
+// budget (server/grpc/stream_budget.hpp): clients that send and do not read make the server stop
 // reading their requests once the streams together hold their share of the host buffer pool,
 // instead of admitting every item (and refusing what overflows the compute queue with
 // RESOURCE_EXHAUSTED). Once the clients read, every item is answered, in order; cancelled or
@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "server_fixture.hpp"
@@ -25,6 +24,8 @@ constexpr uint32_t kMaxRank = 8;
 constexpr uint64_t kAnswerBytes = 512 * 512 * 3 * sizeof(float);
 constexpr int kStreams = 4;
 constexpr int kRequests = 40;  // 160 items against a queue of 32
+// How long a test waits for the server to reach a state; a failure, not a hang, if it does not.
+constexpr auto kPatience = 30s;
 
 using Stream = grpc::ClientReaderWriter<v1::ReconstructRequest, v1::ReconstructStreamResponse>;
 
@@ -67,28 +68,23 @@ class StreamBudgetTest : public ServerFixture {
   }
 
   // What the streams hold once the server has done all it will without the clients reading:
-  // the same unwritten bytes for 300 ms.
+  // every stream has stopped reading requests (it waits for its client to take an answer) and
+  // every request read is computed, so nothing moves until a client reads.
   StreamBudgetSample settled() const {
-    StreamBudgetSample held = server_->stream_budget().sample();
-    for (auto quiet_since = std::chrono::steady_clock::now(), give_up = quiet_since + 20s;
-         std::chrono::steady_clock::now() < give_up;) {
-      std::this_thread::sleep_for(20ms);
-      const StreamBudgetSample now = server_->stream_budget().sample();
-      if (now.unwritten_bytes != held.unwritten_bytes || now.computing != held.computing) {
-        held = now;
-        quiet_since = std::chrono::steady_clock::now();
-      } else if (held.unwritten_bytes > 0 &&
-                 std::chrono::steady_clock::now() - quiet_since > 300ms) {
-        break;
-      }
-    }
-    return held;
+    const bool reached = server_->stream_budget().wait_until(
+        [](const StreamBudgetSample& s) {
+          return s.waiting_streams == static_cast<uint64_t>(kStreams) && s.computing == 0;
+        },
+        kPatience);
+    EXPECT_TRUE(reached) << "the streams never all waited for their clients";
+    return server_->stream_budget().sample();
   }
 
   void expect_budget_given_back() const {
     const StreamBudgetSample after = server_->stream_budget().sample();
     EXPECT_EQ(after.computing, 0u);
     EXPECT_EQ(after.unwritten_bytes, 0u);
+    EXPECT_EQ(after.waiting_streams, 0u);
   }
 };
 
@@ -97,7 +93,6 @@ TEST_F(StreamBudgetTest, StreamsThatDoNotReadWaitAtTheBudgetThenAnswerEverything
   auto calls = open_streams();
   const StreamBudgetSample held = settled();
   EXPECT_EQ(held.max_unwritten_bytes, 16u << 20);
-  EXPECT_EQ(held.computing, 0u) << "every request read is computed; the answers wait";
   // The streams read up to the budget (more than one answer each: 4 answers are 12 MiB)...
   EXPECT_GE(held.unwritten_bytes, held.max_unwritten_bytes);
   // ...and past it by at most one answer a stream. Without the budget each stream would hold
@@ -135,9 +130,11 @@ TEST_F(StreamBudgetTest, CancelledStreamsGiveTheBudgetBack) {
     EXPECT_EQ(call->stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
   // The server learns of the cancellations on its own threads.
-  for (int i = 0; i < 500 && server_->stream_budget().sample().unwritten_bytes > 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
+  EXPECT_TRUE(server_->stream_budget().wait_until(
+      [](const StreamBudgetSample& s) {
+        return s.computing == 0 && s.unwritten_bytes == 0 && s.waiting_streams == 0;
+      },
+      kPatience));
   expect_budget_given_back();
 }
 

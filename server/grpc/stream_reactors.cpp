@@ -11,6 +11,8 @@
 #include "kernels/errors.hpp"
 #include "server/grpc/ordered_responses.hpp"
 #include "server/grpc/reconstruct_response_encoder.hpp"
+#include "server/grpc/request_translation.hpp"
+#include "server/grpc/response_fields.hpp"
 #include "server/grpc/service.hpp"
 #include "server/grpc/status_mapping.hpp"
 
@@ -29,7 +31,7 @@ constexpr uint64_t kMaxUnwrittenBytesPerStream = uint64_t{64} << 20;
 // The pixel bytes a reconstruction will answer with (PNG: at most about the raw u8 size).
 uint64_t answer_bytes(const Job& job) {
   const uint64_t values = job.factors->shape().values();
-  return job.format == v1::OUTPUT_FORMAT_RAW_F32 ? values * sizeof(float) : values;
+  return job.format == OutputFormat::raw_f32 ? values * sizeof(float) : values;
 }
 
 class ReconstructStreamReactor final
@@ -86,6 +88,7 @@ class ReconstructStreamReactor final
       StartRead(&request_);
     } else {
       read_paused_ = true;
+      budget_.stopped_reading();
     }
   }
 
@@ -95,6 +98,7 @@ class ReconstructStreamReactor final
     grpc::ByteBuffer* next = mark_written();
     if (read_paused_ && may_read() && !client_gone_) {
       read_paused_ = false;
+      budget_.reading_again();
       StartRead(&request_);
     }
     write_next(lock, next);
@@ -106,6 +110,12 @@ class ReconstructStreamReactor final
   }
 
   void OnDone() override {
+    bool was_waiting = false;  // ended while waiting for its client
+    {
+      std::lock_guard lock(mutex_);
+      was_waiting = read_paused_;
+    }
+    if (was_waiting) budget_.reading_again();
     service_.record("ReconstructStream", final_status_);
     delete this;
   }
@@ -114,8 +124,7 @@ class ReconstructStreamReactor final
   // The answer to a request that failed: its status only; the stream goes on.
   static grpc::ByteBuffer failure(const grpc::Status& status) {
     v1::ReconstructStreamResponse response;
-    response.mutable_status()->set_code(status.error_code());
-    response.mutable_status()->set_message(status.error_message());
+    fill_status(status, response.mutable_status());
     return encode_message(response);
   }
 

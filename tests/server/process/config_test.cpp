@@ -91,6 +91,7 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
 
   EXPECT_EQ(config.loader_threads(), 2u);
   EXPECT_EQ(config.worker_threads(), std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(config.cpu_compute_threads(), std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(config.queue_capacity(), 256u);
   EXPECT_EQ(config.max_queue_delay_us(), 100u);
   EXPECT_EQ(config.default_max_rank(), 256u);
@@ -153,6 +154,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         InvalidField{"loader_threads", [](v1::ServerConfig& c) { c.set_loader_threads(257); }, "loader_threads"},
         InvalidField{"worker_threads", [](v1::ServerConfig& c) { c.set_worker_threads(1000); }, "worker_threads"},
+        InvalidField{"cpu_compute_threads", [](v1::ServerConfig& c) { c.set_cpu_compute_threads(2000); },
+                     "cpu_compute_threads"},
         InvalidField{"queue_capacity", [](v1::ServerConfig& c) { c.set_queue_capacity(2'000'000); },
                      "queue_capacity"},
         InvalidField{"max_queue_delay_us", [](v1::ServerConfig& c) { c.set_max_queue_delay_us(2'000'000); },

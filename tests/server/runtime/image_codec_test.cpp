@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -79,16 +80,22 @@ void expect_planes_match(const ImageF32& image, const cv::Mat& interleaved, doub
   EXPECT_EQ(mismatches, 0u);
 }
 
-v1::ImageInput raw_input(uint32_t width, uint32_t height, uint32_t channels, v1::PixelType type,
-                         std::string data) {
-  v1::ImageInput input;
-  v1::RawImage* raw = input.mutable_raw();
-  raw->set_width(width);
-  raw->set_height(height);
-  raw->set_channels(channels);
-  raw->set_type(type);
-  raw->set_data(std::move(data));
-  return input;
+// Raw samples and their description, as a request carries them; source() views `data`.
+struct RawInput {
+  uint32_t width;
+  uint32_t height;
+  uint32_t channels;
+  std::optional<SampleType> type;
+  std::string data;
+
+  [[nodiscard]] ImageSource source() const {
+    return RawPixels{width, height, channels, type, as_span(data)};
+  }
+};
+
+RawInput raw_input(uint32_t width, uint32_t height, uint32_t channels,
+                   std::optional<SampleType> type, std::string data) {
+  return {width, height, channels, type, std::move(data)};
 }
 
 template <typename T>
@@ -116,10 +123,10 @@ TEST_P(DecodeRealImage, MatchesOpenCvsOwnDecode) {
   EXPECT_LE(*high, 255.0f);
   EXPECT_GT(*high - *low, 50.0f);
 
-  // The request path gives the same planes.
-  v1::ImageInput input;
-  input.set_encoded(bytes);
-  EXPECT_EQ(to_planes(decode_image(input, ImageLimits{})).planes, image.planes);
+  // The request and file paths give the same planes.
+  EXPECT_EQ(to_planes(decode_image(EncodedImage{as_span(bytes)}, ImageLimits{})).planes,
+            image.planes);
+  EXPECT_EQ(to_planes(decode_image(ImageFile{path.string()}, ImageLimits{})).planes, image.planes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Images, DecodeRealImage,
@@ -189,16 +196,17 @@ TEST(ImageCodec, TruncatedOrGarbageBytesAreInvalidArgument) {
   EXPECT_THROW((void)decode_encoded(as_span(header_only), ImageLimits{}), InvalidArgument);
 }
 
-TEST(ImageCodec, EmptyBytesAndNoImageAreInvalidArgument) {
-  v1::ImageInput empty;
-  empty.set_encoded("");
-  EXPECT_NE(invalid_argument_message([&] { (void)decode_image(empty, ImageLimits{}); })
+TEST(ImageCodec, EmptyBytesNoImageAndMissingFilesAreInvalidArgument) {
+  EXPECT_NE(invalid_argument_message([&] { (void)decode_image(EncodedImage{}, ImageLimits{}); })
                 .find("empty"),
             std::string::npos);
-  const v1::ImageInput unset;
-  EXPECT_NE(invalid_argument_message([&] { (void)decode_image(unset, ImageLimits{}); })
+  EXPECT_NE(invalid_argument_message([&] { (void)decode_image(ImageSource{}, ImageLimits{}); })
                 .find("no image"),
             std::string::npos);
+  const std::string missing = (kImages / "no-such-file.png").string();
+  const std::string message =
+      invalid_argument_message([&] { (void)decode_image(ImageFile{missing}, ImageLimits{}); });
+  EXPECT_NE(message.find("cannot read '" + missing + "'"), std::string::npos) << message;
 }
 
 TEST(ImageCodec, EncodedImageOverTheLimitsIsRefused) {
@@ -236,7 +244,7 @@ TEST(ImageCodec, KeepsTheDecodersSampleType) {
   EXPECT_EQ(u8.samples, std::vector<std::byte>(24, std::byte{7}));
   const std::vector<float> values{0.5f, 1.5f, 254.5f, 3.0f};
   const DecodedImage f32 =
-      decode_image(raw_input(2, 2, 1, v1::PIXEL_TYPE_F32, bytes_of(values)), ImageLimits{});
+      decode_image(raw_input(2, 2, 1, SampleType::f32, bytes_of(values)).source(), ImageLimits{});
   EXPECT_EQ(f32.type, SampleType::f32);
   EXPECT_EQ(to_planes(f32).planes, values);
 }
@@ -250,7 +258,7 @@ TEST(ImageCodec, RawU8IsDeinterleavedIntoPlanes) {
     }
   }
   const ImageF32 image =
-      to_planes(decode_image(raw_input(3, 2, 3, v1::PIXEL_TYPE_U8, bytes_of(pixels)), ImageLimits{}));
+      to_planes(decode_image(raw_input(3, 2, 3, SampleType::u8, bytes_of(pixels)).source(), ImageLimits{}));
   EXPECT_EQ(image.shape, (ImageShape{3, 2, 3}));
   EXPECT_EQ(image.planes, (std::vector<float>{0, 1, 2, 10, 11, 12,          //
                                               100, 101, 102, 110, 111, 112,  //
@@ -265,14 +273,14 @@ TEST(ImageCodec, RawBgraKeepsFourChannels) {
     for (int c = 0; c < 4; ++c) (*it)[c] = static_cast<uint8_t>(value(random));
   }
   const std::string data(reinterpret_cast<const char*>(bgra.data), bgra.total() * 4);
-  const ImageF32 image = to_planes(decode_image(raw_input(7, 5, 4, v1::PIXEL_TYPE_U8, data), ImageLimits{}));
+  const ImageF32 image = to_planes(decode_image(raw_input(7, 5, 4, SampleType::u8, data).source(), ImageLimits{}));
   expect_planes_match(image, bgra, 1.0);
 }
 
 TEST(ImageCodec, RawU16IsScaledTo255) {
   const std::vector<uint16_t> values{0, 257, 65535, 32768, 1, 12345};
   const ImageF32 image =
-      to_planes(decode_image(raw_input(3, 2, 1, v1::PIXEL_TYPE_U16, bytes_of(values)), ImageLimits{}));
+      to_planes(decode_image(raw_input(3, 2, 1, SampleType::u16, bytes_of(values)).source(), ImageLimits{}));
   ASSERT_EQ(image.planes.size(), values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     EXPECT_NEAR(image.planes[i], values[i] * 255.0 / 65535.0, 1e-3) << i;
@@ -283,7 +291,7 @@ TEST(ImageCodec, RawF32KeepsValuesUnclamped) {
   // Two BGR pixels; values outside 0..255 pass through as they are.
   const std::vector<float> values{-1.5f, 0.25f, 300.0f, 17.0f, 254.75f, 1e-3f};
   const ImageF32 image =
-      to_planes(decode_image(raw_input(2, 1, 3, v1::PIXEL_TYPE_F32, bytes_of(values)), ImageLimits{}));
+      to_planes(decode_image(raw_input(2, 1, 3, SampleType::f32, bytes_of(values)).source(), ImageLimits{}));
   EXPECT_EQ(image.planes, (std::vector<float>{-1.5f, 17.0f, 0.25f, 254.75f, 300.0f, 1e-3f}));
 }
 
@@ -292,7 +300,7 @@ TEST(ImageCodec, RawF32WithNanOrInfinityIsRefused) {
                     -std::numeric_limits<float>::infinity()}) {
     const std::vector<float> values{1.0f, 2.0f, bad, 4.0f};
     const std::string message = invalid_argument_message([&] {
-      (void)decode_image(raw_input(2, 2, 1, v1::PIXEL_TYPE_F32, bytes_of(values)), ImageLimits{});
+      (void)decode_image(raw_input(2, 2, 1, SampleType::f32, bytes_of(values)).source(), ImageLimits{});
     });
     EXPECT_NE(message.find("NaN or infinite"), std::string::npos) << message;
   }
@@ -300,7 +308,7 @@ TEST(ImageCodec, RawF32WithNanOrInfinityIsRefused) {
 
 TEST(ImageCodec, RawSizeMismatchSaysWhatWasExpected) {
   const std::string message = invalid_argument_message([] {
-    (void)decode_image(raw_input(4, 4, 1, v1::PIXEL_TYPE_U16, std::string(31, '\1')),
+    (void)decode_image(raw_input(4, 4, 1, SampleType::u16, std::string(31, '\1')).source(),
                        ImageLimits{});
   });
   EXPECT_NE(message.find("31 bytes"), std::string::npos) << message;
@@ -308,19 +316,19 @@ TEST(ImageCodec, RawSizeMismatchSaysWhatWasExpected) {
 }
 
 TEST(ImageCodec, RawShapeAndTypeProblemsAreRefused) {
-  auto message_for = [](uint32_t w, uint32_t h, uint32_t c, v1::PixelType type) {
+  auto message_for = [](uint32_t w, uint32_t h, uint32_t c, std::optional<SampleType> type) {
     return invalid_argument_message([&] {
-      (void)decode_image(raw_input(w, h, c, type, std::string(std::size_t{w} * h * c, '\1')),
+      (void)decode_image(raw_input(w, h, c, type, std::string(std::size_t{w} * h * c, '\1')).source(),
                          ImageLimits{});
     });
   };
-  EXPECT_NE(message_for(0, 4, 1, v1::PIXEL_TYPE_U8).find("zero width"), std::string::npos);
-  EXPECT_NE(message_for(4, 0, 1, v1::PIXEL_TYPE_U8).find("zero width or height"),
+  EXPECT_NE(message_for(0, 4, 1, SampleType::u8).find("zero width"), std::string::npos);
+  EXPECT_NE(message_for(4, 0, 1, SampleType::u8).find("zero width or height"),
             std::string::npos);
-  EXPECT_NE(message_for(4, 4, 2, v1::PIXEL_TYPE_U8).find("2 channels"), std::string::npos);
-  EXPECT_NE(message_for(4, 4, 5, v1::PIXEL_TYPE_U8).find("5 channels"), std::string::npos);
-  EXPECT_NE(message_for(4, 4, 0, v1::PIXEL_TYPE_U8).find("0 channels"), std::string::npos);
-  EXPECT_NE(message_for(4, 4, 1, v1::PIXEL_TYPE_UNSPECIFIED).find("type is not set"),
+  EXPECT_NE(message_for(4, 4, 2, SampleType::u8).find("2 channels"), std::string::npos);
+  EXPECT_NE(message_for(4, 4, 5, SampleType::u8).find("5 channels"), std::string::npos);
+  EXPECT_NE(message_for(4, 4, 0, SampleType::u8).find("0 channels"), std::string::npos);
+  EXPECT_NE(message_for(4, 4, 1, std::nullopt).find("type is not set"),
             std::string::npos);
 }
 
@@ -328,7 +336,7 @@ TEST(ImageCodec, RawOverTheLimitsIsRefused) {
   const ImageLimits small{.max_width = 16, .max_height = 8, .max_bytes = 100};
   auto decode_raw = [&](uint32_t w, uint32_t h) {
     return invalid_argument_message([&] {
-      (void)decode_image(raw_input(w, h, 1, v1::PIXEL_TYPE_U8, std::string(std::size_t{w} * h, '\1')),
+      (void)decode_image(raw_input(w, h, 1, SampleType::u8, std::string(std::size_t{w} * h, '\1')).source(),
                          small);
     });
   };
@@ -338,7 +346,7 @@ TEST(ImageCodec, RawOverTheLimitsIsRefused) {
   EXPECT_NE(decode_raw(16, 7).find("max_image_bytes"), std::string::npos);  // 112 > 100 bytes
   // Huge dimensions are refused before anything is allocated or multiplied out.
   const std::string huge = invalid_argument_message([&] {
-    (void)decode_image(raw_input(4'000'000'000u, 4'000'000'000u, 4, v1::PIXEL_TYPE_F32, "x"),
+    (void)decode_image(raw_input(4'000'000'000u, 4'000'000'000u, 4, SampleType::f32, "x").source(),
                        ImageLimits{});
   });
   EXPECT_NE(huge.find("larger than the server's limit"), std::string::npos) << huge;

@@ -23,7 +23,7 @@
 
 #include "kernels/errors.hpp"
 #include "kernels/spectrum.hpp"
-#include "server/grpc/status_mapping.hpp"
+#include "server/runtime/image_codec.hpp"
 #include "test_factors.hpp"
 
 namespace svdserve {
@@ -38,10 +38,61 @@ constexpr auto kForever = std::chrono::hours(1);  // a batch delay that never ex
 
 // --- Completions ---------------------------------------------------------------------------------
 
+// How a job ended: OK, or the kind of its typed error (the gRPC layer maps each kind to a code).
+enum class Code {
+  ok,
+  invalid_argument,
+  not_found,
+  resource_exhausted,
+  failed_precondition,
+  unavailable,
+  deadline_exceeded,
+  cancelled,
+  internal,
+  untyped,  // not a svdserve::Error
+};
+
+const char* name_of(Code code) {
+  constexpr const char* kNames[] = {"ok",          "invalid_argument",  "not_found",
+                                    "resource_exhausted", "failed_precondition", "unavailable",
+                                    "deadline_exceeded",  "cancelled",           "internal",
+                                    "untyped"};
+  return kNames[static_cast<int>(code)];
+}
+std::ostream& operator<<(std::ostream& out, Code code) { return out << name_of(code); }
+
+Code code_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::invalid_argument: return Code::invalid_argument;
+    case ErrorKind::not_found: return Code::not_found;
+    case ErrorKind::resource_exhausted: return Code::resource_exhausted;
+    case ErrorKind::failed_precondition: return Code::failed_precondition;
+    case ErrorKind::unavailable: return Code::unavailable;
+    case ErrorKind::deadline_exceeded: return Code::deadline_exceeded;
+    case ErrorKind::cancelled: return Code::cancelled;
+    case ErrorKind::internal: return Code::internal;
+  }
+  return Code::untyped;
+}
+
+// The code and message of what on_done was given.
+std::pair<Code, std::string> outcome_of(std::exception_ptr error) {
+  if (!error) return {Code::ok, ""};
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return {code_of(e.kind()), e.what()};
+  } catch (const std::exception& e) {
+    return {Code::untyped, e.what()};
+  } catch (...) {
+    return {Code::untyped, "?"};
+  }
+}
+
 // What one job's on_done saw.
 struct Outcome {
   int calls = 0;
-  grpc::StatusCode code = grpc::StatusCode::UNKNOWN;
+  Code code = Code::untyped;
   std::string message;
   std::thread::id thread;
   std::string pixels;
@@ -58,12 +109,12 @@ class Completions {
  public:
   [[nodiscard]] std::function<void(Job&, std::exception_ptr)> handler(const std::string& name) {
     return [this, name](Job& job, std::exception_ptr error) {
-      const grpc::Status status = to_status(error);
+      auto [code, message] = outcome_of(error);
       std::lock_guard lock(mutex_);
       Outcome& outcome = outcomes_[name];
       if (++outcome.calls == 1) {
-        outcome.code = status.error_code();
-        outcome.message = status.error_message();
+        outcome.code = code;
+        outcome.message = std::move(message);
         outcome.thread = std::this_thread::get_id();
         outcome.pixels.assign(reinterpret_cast<const char*>(job.pixels.data()), job.pixels.size());
         outcome.pixels_in_pool_memory = job.pixels.in_pool_memory();
@@ -195,10 +246,10 @@ class FakeBackend final : public Backend {
 
 const ImageShape kSmall{16, 12, 3};
 
-JobPtr decompose_job(const v1::ImageInput* input, std::string id, uint32_t max_rank) {
+JobPtr decompose_job(ImageSource source, std::string id, uint32_t max_rank) {
   auto job = std::make_unique<Job>();
   job->kind = JobKind::decompose;
-  job->input = input;
+  job->source = std::move(source);
   job->image_id = std::move(id);
   job->max_rank = max_rank;
   return job;
@@ -207,14 +258,14 @@ JobPtr decompose_job(const v1::ImageInput* input, std::string id, uint32_t max_r
 JobPtr decompose_file_job(const std::filesystem::path& path, std::string id, uint32_t max_rank) {
   auto job = std::make_unique<Job>();
   job->kind = JobKind::decompose;
-  job->source_path = path.string();
+  job->source = ImageFile{path.string()};
   job->image_id = std::move(id);
   job->max_rank = max_rank;
   return job;
 }
 
 JobPtr reconstruct_job(std::shared_ptr<const Factors> factors, RankSelection choice,
-                       v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8) {
+                       OutputFormat format = OutputFormat::raw_u8) {
   auto job = std::make_unique<Job>();
   job->kind = JobKind::reconstruct;
   job->factors = std::move(factors);
@@ -223,11 +274,11 @@ JobPtr reconstruct_job(std::shared_ptr<const Factors> factors, RankSelection cho
   return job;
 }
 
-JobPtr compress_job(const v1::ImageInput* input, RankSelection choice,
-                    v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8) {
+JobPtr compress_job(ImageSource source, RankSelection choice,
+                    OutputFormat format = OutputFormat::raw_u8) {
   auto job = std::make_unique<Job>();
   job->kind = JobKind::compress;
-  job->input = input;
+  job->source = std::move(source);
   job->rank_choice = choice;
   job->format = format;
   return job;
@@ -239,26 +290,25 @@ std::string read_bytes(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
-v1::ImageInput encoded_input(const std::filesystem::path& path) {
-  v1::ImageInput input;
-  input.set_encoded(read_bytes(path));
-  return input;
+std::span<const std::byte> as_span(const std::string& bytes) {
+  return std::as_bytes(std::span(bytes.data(), bytes.size()));
 }
 
-// A small random u8 image, never flat.
-v1::ImageInput random_raw_input(ImageShape shape, unsigned seed) {
+// Encoded bytes a job reads as its request's image; `bytes` must outlive the job, as a request
+// outlives its jobs.
+ImageSource encoded(const std::string& bytes) { return EncodedImage{as_span(bytes)}; }
+
+// A small random u8 image, never flat, as raw samples (see raw_source).
+std::string random_samples(ImageShape shape, unsigned seed) {
   std::mt19937 random(seed);
   std::uniform_int_distribution<int> value(0, 255);
   std::string data(shape.values(), '\0');
   for (char& byte : data) byte = static_cast<char>(value(random));
-  v1::ImageInput input;
-  v1::RawImage* raw = input.mutable_raw();
-  raw->set_width(shape.width);
-  raw->set_height(shape.height);
-  raw->set_channels(shape.channels);
-  raw->set_type(v1::PIXEL_TYPE_U8);
-  raw->set_data(std::move(data));
-  return input;
+  return data;
+}
+
+ImageSource raw_source(ImageShape shape, const std::string& samples) {
+  return RawPixels{shape.width, shape.height, shape.channels, SampleType::u8, as_span(samples)};
 }
 
 PipelineOptions small_options() {
@@ -316,32 +366,46 @@ double rms_difference(const ImageF32& image, const std::string& interleaved) {
   return std::sqrt(sum / static_cast<double>(s.values()));
 }
 
-// --- resolve_rank -------------------------------------------------------------------------------
+// --- Metrics ------------------------------------------------------------------------------------
 
-TEST(ResolveRank, AcceptsRanksWithinTheKeptOnes) {
-  const auto factors = fakes::make_test_factors(kSmall, 8, 1);
-  EXPECT_EQ(resolve_rank({.rank = 1}, *factors), 1u);
-  EXPECT_EQ(resolve_rank({.rank = 8}, *factors), 8u);
-  EXPECT_EQ(resolve_rank({.energy_fraction = 1.0}, *factors),
-            rank_for_energy(factors->all_singular_values(), 1.0));
-  EXPECT_EQ(resolve_rank({.energy_fraction = 0.5}, *factors),
-            rank_for_energy(factors->all_singular_values(), 0.5));
-}
+// Counts what the pipeline reports.
+class CountingMetrics final : public PipelineMetrics {
+ public:
+  void record_job(const StageTimes& times, double total_us) override {
+    std::lock_guard lock(mutex_);
+    ++jobs_;
+    if (times.compute_us <= 0 || total_us < times.compute_us) ++inconsistent_;
+  }
+  void record_batch(std::size_t size) override {
+    std::lock_guard lock(mutex_);
+    ++batches_;
+    batched_jobs_ += size;
+  }
+  [[nodiscard]] std::size_t jobs() const {
+    std::lock_guard lock(mutex_);
+    return jobs_;
+  }
+  [[nodiscard]] std::size_t batches() const {
+    std::lock_guard lock(mutex_);
+    return batches_;
+  }
+  [[nodiscard]] std::size_t batched_jobs() const {
+    std::lock_guard lock(mutex_);
+    return batched_jobs_;
+  }
+  // Jobs recorded without compute time, or with a total shorter than their compute.
+  [[nodiscard]] std::size_t inconsistent() const {
+    std::lock_guard lock(mutex_);
+    return inconsistent_;
+  }
 
-TEST(ResolveRank, RefusesZeroTooHighAndBadFractions) {
-  const auto factors = fakes::make_test_factors(kSmall, 8, 1);
-  EXPECT_THROW((void)resolve_rank({.rank = 0}, *factors), InvalidArgument);
-  try {
-    (void)resolve_rank({.rank = 9}, *factors);
-    FAIL() << "rank 9 of 8 accepted";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("rank 9 is above the 8"), std::string::npos) << e.what();
-  }
-  for (double fraction : {-0.1, 1.5, std::nan("")}) {
-    EXPECT_THROW((void)resolve_rank({.energy_fraction = fraction}, *factors), InvalidArgument)
-        << fraction;
-  }
-}
+ private:
+  mutable std::mutex mutex_;
+  std::size_t jobs_ = 0;          // guarded by mutex_
+  std::size_t batches_ = 0;       // guarded by mutex_
+  std::size_t batched_jobs_ = 0;  // guarded by mutex_
+  std::size_t inconsistent_ = 0;  // guarded by mutex_
+};
 
 // --- On the real CPU backend --------------------------------------------------------------------
 
@@ -349,26 +413,26 @@ class CpuPipeline : public ::testing::Test {
  protected:
   std::unique_ptr<Backend> backend_ = make_cpu_backend(2);
   FactorStore store_{std::size_t{1} << 30, FullStoreAction::evict_lru, 64};
-  Stats stats_;
+  CountingMetrics metrics_;
   Completions completions_;
 };
 
 TEST_F(CpuPipeline, DecomposedRealImagesEndUpInTheStore) {
   constexpr uint32_t kMaxRank = 24;
   const std::vector<std::string> files = {"baboon.jpg", "home.jpg", "gradient.png"};
-  std::deque<v1::ImageInput> inputs;  // requests outlive their jobs
+  std::deque<std::string> inputs;  // requests outlive their jobs
   {
     PipelineOptions options = small_options();
     options.loader_threads = 2;
-    Pipeline pipeline(options, *backend_, store_, stats_);
+    Pipeline pipeline(options, *backend_, store_, metrics_);
     for (const std::string& file : files) {
-      inputs.push_back(encoded_input(kImages / file));
-      JobPtr job = decompose_job(&inputs.back(), file, kMaxRank);
+      inputs.push_back(read_bytes(kImages / file));
+      JobPtr job = decompose_job(encoded(inputs.back()), file, kMaxRank);
       job->on_done = completions_.handler(file);
       pipeline.submit(std::move(job));
     }
     // The same photo again (joins baboon's batch when it can), and one read from disk.
-    JobPtr again = decompose_job(&inputs.front(), "baboon-again", kMaxRank);
+    JobPtr again = decompose_job(encoded(inputs.front()), "baboon-again", kMaxRank);
     again->on_done = completions_.handler("baboon-again");
     pipeline.submit(std::move(again));
     JobPtr from_file = decompose_file_job(kImages / "pic1.png", "dir/pic1.png", kMaxRank);
@@ -384,7 +448,7 @@ TEST_F(CpuPipeline, DecomposedRealImagesEndUpInTheStore) {
     SCOPED_TRACE(id);
     const Outcome outcome = completions_.get(id);
     EXPECT_EQ(outcome.calls, 1);
-    ASSERT_EQ(outcome.code, grpc::StatusCode::OK) << outcome.message;
+    ASSERT_EQ(outcome.code, Code::ok) << outcome.message;
     const cv::Mat reference = cv::imread((kImages / file).string(), cv::IMREAD_UNCHANGED);
     const ImageShape shape{static_cast<uint32_t>(reference.cols),
                            static_cast<uint32_t>(reference.rows),
@@ -407,10 +471,11 @@ TEST_F(CpuPipeline, DecomposedRealImagesEndUpInTheStore) {
   const auto again = completions_.get("baboon-again").factors->singular_values(0);
   for (std::size_t i = 0; i < first.size(); ++i) EXPECT_NEAR(first[i], again[i], 1e-3f * first[0]);
 
-  v1::GetStatsResponse response;
-  stats_.fill(response);
-  EXPECT_GE(response.batches(), 1u);
-  EXPECT_LE(response.batches(), id_to_file.size());
+  EXPECT_GE(metrics_.batches(), 1u);
+  EXPECT_LE(metrics_.batches(), id_to_file.size());
+  EXPECT_EQ(metrics_.batched_jobs(), id_to_file.size());
+  EXPECT_EQ(metrics_.jobs(), id_to_file.size()) << "each job that reached the backend, once";
+  EXPECT_EQ(metrics_.inconsistent(), 0u);
 }
 
 TEST_F(CpuPipeline, ReconstructMatchesTheBackendWithinOneGreyLevel) {
@@ -426,21 +491,21 @@ TEST_F(CpuPipeline, ReconstructMatchesTheBackendWithinOneGreyLevel) {
   struct Ask {
     std::string name;
     RankSelection choice;
-    v1::OutputFormat format;
+    OutputFormat format;
   };
   const std::vector<Ask> asks = {
-      {"rank5-u8", {.rank = 5}, v1::OUTPUT_FORMAT_RAW_U8},
-      {"rank40-u8", {.rank = kKept}, v1::OUTPUT_FORMAT_RAW_U8},
-      {"rank20-png", {.rank = 20}, v1::OUTPUT_FORMAT_PNG},
-      {"rank12-f32", {.rank = 12}, v1::OUTPUT_FORMAT_RAW_F32},
-      {"energy-u8", {.energy_fraction = kEnergy}, v1::OUTPUT_FORMAT_UNSPECIFIED},
-      {"rank0", {.rank = 0}, v1::OUTPUT_FORMAT_RAW_U8},
-      {"rank41", {.rank = kKept + 1}, v1::OUTPUT_FORMAT_RAW_U8},
+      {"rank5-u8", {.rank = 5}, OutputFormat::raw_u8},
+      {"rank40-u8", {.rank = kKept}, OutputFormat::raw_u8},
+      {"rank20-png", {.rank = 20}, OutputFormat::png},
+      {"rank12-f32", {.rank = 12}, OutputFormat::raw_f32},
+      {"energy-u8", {.energy_fraction = kEnergy}, OutputFormat::raw_u8},
+      {"rank0", {.rank = 0}, OutputFormat::raw_u8},
+      {"rank41", {.rank = kKept + 1}, OutputFormat::raw_u8},
   };
   {
     PipelineOptions options = small_options();
     options.batcher.max_batch_size = 8;
-    Pipeline pipeline(options, *backend_, store_, stats_);
+    Pipeline pipeline(options, *backend_, store_, metrics_);
     for (const Ask& ask : asks) {
       JobPtr job = reconstruct_job(factors, ask.choice, ask.format);
       job->on_done = completions_.handler(ask.name);
@@ -452,7 +517,7 @@ TEST_F(CpuPipeline, ReconstructMatchesTheBackendWithinOneGreyLevel) {
   auto expect_u8_close = [&](const std::string& name, uint32_t rank) -> std::string {
     SCOPED_TRACE(name);
     const Outcome outcome = completions_.get(name);
-    EXPECT_EQ(outcome.code, grpc::StatusCode::OK) << outcome.message;
+    EXPECT_EQ(outcome.code, Code::ok) << outcome.message;
     EXPECT_EQ(outcome.rank, rank);
     EXPECT_NEAR(outcome.relative_error,
                 relative_error_at_rank(factors->all_singular_values(), rank, factors->energy()), 1e-9);
@@ -471,7 +536,7 @@ TEST_F(CpuPipeline, ReconstructMatchesTheBackendWithinOneGreyLevel) {
 
   {
     const Outcome png = completions_.get("rank20-png");
-    ASSERT_EQ(png.code, grpc::StatusCode::OK) << png.message;
+    ASSERT_EQ(png.code, Code::ok) << png.message;
     const std::vector<uint8_t> png_bytes(png.pixels.begin(), png.pixels.end());
     const cv::Mat decoded = cv::imdecode(png_bytes, cv::IMREAD_UNCHANGED);
     ASSERT_EQ(decoded.cols, static_cast<int>(image.shape.width));
@@ -485,38 +550,38 @@ TEST_F(CpuPipeline, ReconstructMatchesTheBackendWithinOneGreyLevel) {
   }
   {
     const Outcome f32 = completions_.get("rank12-f32");
-    ASSERT_EQ(f32.code, grpc::StatusCode::OK) << f32.message;
+    ASSERT_EQ(f32.code, Code::ok) << f32.message;
     ASSERT_EQ(f32.pixels.size(), image.shape.values() * sizeof(float));
     EXPECT_LE(max_f32_difference(f32.pixels,
                                  direct_reconstruct(*backend_, *factors, 12, OutputPixels::f32)),
               1.0f);
   }
-  EXPECT_EQ(completions_.get("rank0").code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(completions_.get("rank0").code, Code::invalid_argument);
   const Outcome too_high = completions_.get("rank41");
-  EXPECT_EQ(too_high.code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(too_high.code, Code::invalid_argument);
   EXPECT_NE(too_high.message.find("max_rank"), std::string::npos) << too_high.message;
   for (const auto& [name, outcome] : completions_.all()) EXPECT_EQ(outcome.calls, 1) << name;
 }
 
 TEST_F(CpuPipeline, CompressMatchesDecomposeThenReconstruct) {
-  const v1::ImageInput input = encoded_input(kImages / "messi5.jpg");
+  const std::string input = read_bytes(kImages / "messi5.jpg");
   constexpr uint32_t kRank = 12;
   {
-    Pipeline pipeline(small_options(), *backend_, store_, stats_);
-    JobPtr job = compress_job(&input, {.rank = kRank});
+    Pipeline pipeline(small_options(), *backend_, store_, metrics_);
+    JobPtr job = compress_job(encoded(input), {.rank = kRank});
     job->on_done = completions_.handler("compress");
     pipeline.submit(std::move(job));
-    JobPtr too_high = compress_job(&input, {.rank = 10'000});
+    JobPtr too_high = compress_job(encoded(input), {.rank = 10'000});
     too_high->on_done = completions_.handler("too-high");
     pipeline.submit(std::move(too_high));
     ASSERT_TRUE(completions_.wait_for(2));
   }
-  const ImageF32 image = to_planes(decode_image(input, {}));
+  const ImageF32 image = to_planes(decode_encoded(as_span(input), {}));
   const ImageF32* images[] = {&image};
   const auto factors = backend_->decompose(images, kRank).front();
 
   const Outcome outcome = completions_.get("compress");
-  ASSERT_EQ(outcome.code, grpc::StatusCode::OK) << outcome.message;
+  ASSERT_EQ(outcome.code, Code::ok) << outcome.message;
   EXPECT_EQ(outcome.rank, kRank);
   EXPECT_LE(max_u8_difference(outcome.pixels,
                               direct_reconstruct(*backend_, *factors, kRank, OutputPixels::u8)),
@@ -524,7 +589,7 @@ TEST_F(CpuPipeline, CompressMatchesDecomposeThenReconstruct) {
   EXPECT_EQ(store_.images_resident(), 0u) << "compress keeps nothing";
 
   const Outcome too_high = completions_.get("too-high");
-  EXPECT_EQ(too_high.code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(too_high.code, Code::invalid_argument);
   EXPECT_NE(too_high.message.find("full rank 342"), std::string::npos) << too_high.message;
 }
 
@@ -534,13 +599,13 @@ class FakePipeline : public ::testing::Test {
  protected:
   FakeBackend backend_;
   FactorStore store_{std::size_t{1} << 30, FullStoreAction::evict_lru, 64};
-  Stats stats_;
+  CountingMetrics metrics_;
   Completions completions_;
-  std::deque<v1::ImageInput> inputs_;  // requests outlive their jobs
+  std::deque<std::string> inputs_;  // requests outlive their jobs
 
-  const v1::ImageInput* small_input(unsigned seed = 1) {
-    inputs_.push_back(random_raw_input(kSmall, seed));
-    return &inputs_.back();
+  ImageSource small_input(unsigned seed = 1) {
+    inputs_.push_back(random_samples(kSmall, seed));
+    return raw_source(kSmall, inputs_.back());
   }
   std::shared_ptr<const Factors> small_factors() {
     return fakes::make_test_factors(kSmall, 8, factor_bytes_f32(kSmall, 8));
@@ -552,7 +617,7 @@ class FakePipeline : public ::testing::Test {
 };
 
 TEST_F(FakePipeline, CancelledJobsNeverReachTheBackend) {
-  Pipeline pipeline(small_options(), backend_, store_, stats_);
+  Pipeline pipeline(small_options(), backend_, store_, metrics_);
   JobPtr reconstruct = reconstruct_job(small_factors(), {.rank = 3});
   reconstruct->is_cancelled = [] { return true; };
   submit(pipeline, std::move(reconstruct), "reconstruct");
@@ -566,7 +631,7 @@ TEST_F(FakePipeline, CancelledJobsNeverReachTheBackend) {
 
   for (const char* name : {"reconstruct", "decompose", "compress"}) {
     const Outcome outcome = completions_.get(name);
-    EXPECT_EQ(outcome.code, grpc::StatusCode::CANCELLED) << name << ": " << outcome.message;
+    EXPECT_EQ(outcome.code, Code::cancelled) << name << ": " << outcome.message;
     EXPECT_EQ(outcome.calls, 1) << name;
   }
   EXPECT_EQ(backend_.decompose_calls(), 0);
@@ -577,7 +642,7 @@ TEST_F(FakePipeline, CancelledJobsNeverReachTheBackend) {
 TEST_F(FakePipeline, JobCancelledWhileQueuedIsDroppedFromItsBatch) {
   PipelineOptions options = small_options();
   options.worker_threads = 1;
-  Pipeline pipeline(options, backend_, store_, stats_);
+  Pipeline pipeline(options, backend_, store_, metrics_);
 
   backend_.close_gate();
   submit(pipeline, reconstruct_job(small_factors(), {.rank = 1}), "first");
@@ -593,16 +658,16 @@ TEST_F(FakePipeline, JobCancelledWhileQueuedIsDroppedFromItsBatch) {
   backend_.open_gate();
   ASSERT_TRUE(completions_.wait_for(3));
 
-  EXPECT_EQ(completions_.get("first").code, grpc::StatusCode::OK);
-  EXPECT_EQ(completions_.get("doomed").code, grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(completions_.get("first").code, Code::ok);
+  EXPECT_EQ(completions_.get("doomed").code, Code::cancelled);
   const Outcome survivor = completions_.get("survivor");
-  ASSERT_EQ(survivor.code, grpc::StatusCode::OK) << survivor.message;
+  ASSERT_EQ(survivor.code, Code::ok) << survivor.message;
   EXPECT_EQ(survivor.pixels, std::string(kSmall.values(), '\3'));
   EXPECT_EQ(backend_.reconstruct_items(), 2u) << "only first and survivor were computed";
 }
 
 TEST_F(FakePipeline, JobsPastTheirDeadlineAreNotComputed) {
-  Pipeline pipeline(small_options(), backend_, store_, stats_);
+  Pipeline pipeline(small_options(), backend_, store_, metrics_);
   const Clock::time_point past = Clock::now() - 1ms;
   JobPtr reconstruct = reconstruct_job(small_factors(), {.rank = 3});
   reconstruct->deadline = past;
@@ -614,7 +679,7 @@ TEST_F(FakePipeline, JobsPastTheirDeadlineAreNotComputed) {
 
   for (const char* name : {"reconstruct", "decompose"}) {
     const Outcome outcome = completions_.get(name);
-    EXPECT_EQ(outcome.code, grpc::StatusCode::DEADLINE_EXCEEDED) << name << ": " << outcome.message;
+    EXPECT_EQ(outcome.code, Code::deadline_exceeded) << name << ": " << outcome.message;
     EXPECT_NE(outcome.message.find("deadline"), std::string::npos) << outcome.message;
   }
   EXPECT_EQ(backend_.decompose_calls(), 0);
@@ -624,7 +689,7 @@ TEST_F(FakePipeline, JobsPastTheirDeadlineAreNotComputed) {
 TEST_F(FakePipeline, DeadlinePassingWhileQueuedIsDeadlineExceeded) {
   PipelineOptions options = small_options();
   options.worker_threads = 1;
-  Pipeline pipeline(options, backend_, store_, stats_);
+  Pipeline pipeline(options, backend_, store_, metrics_);
   backend_.close_gate();
   submit(pipeline, reconstruct_job(small_factors(), {.rank = 1}), "first");
   ASSERT_TRUE(backend_.wait_until_entered(1));
@@ -636,7 +701,7 @@ TEST_F(FakePipeline, DeadlinePassingWhileQueuedIsDeadlineExceeded) {
   std::this_thread::sleep_until(deadline + 1ms);  // the condition itself: the deadline has passed
   backend_.open_gate();
   ASSERT_TRUE(completions_.wait_for(2));
-  EXPECT_EQ(completions_.get("late").code, grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(completions_.get("late").code, Code::deadline_exceeded);
   EXPECT_EQ(backend_.reconstruct_items(), 1u);
 }
 
@@ -645,7 +710,7 @@ TEST_F(FakePipeline, FullQueueRefusesAtSubmitOnTheCallingThread) {
   options.queue_capacity = 1;
   options.worker_threads = 1;
   options.batcher.max_batch_size = 1;
-  Pipeline pipeline(options, backend_, store_, stats_);
+  Pipeline pipeline(options, backend_, store_, metrics_);
   backend_.close_gate();
   submit(pipeline, reconstruct_job(small_factors(), {.rank = 1}), "job0");
   ASSERT_TRUE(backend_.wait_until_entered(1));
@@ -663,7 +728,7 @@ TEST_F(FakePipeline, FullQueueRefusesAtSubmitOnTheCallingThread) {
     if (!completions_.has(name)) continue;
     const Outcome outcome = completions_.get(name);
     ++refused;
-    EXPECT_EQ(outcome.code, grpc::StatusCode::RESOURCE_EXHAUSTED) << outcome.message;
+    EXPECT_EQ(outcome.code, Code::resource_exhausted) << outcome.message;
     EXPECT_NE(outcome.message.find("queue is full (1 jobs)"), std::string::npos)
         << outcome.message;
     EXPECT_EQ(outcome.thread, std::this_thread::get_id()) << "refusals complete inside submit";
@@ -674,7 +739,7 @@ TEST_F(FakePipeline, FullQueueRefusesAtSubmitOnTheCallingThread) {
   int computed = 0;
   for (const auto& [name, outcome] : completions_.all()) {
     EXPECT_EQ(outcome.calls, 1) << name;
-    if (outcome.code == grpc::StatusCode::OK) ++computed;
+    if (outcome.code == Code::ok) ++computed;
   }
   EXPECT_EQ(computed + refused, jobs);
   EXPECT_EQ(backend_.reconstruct_items(), static_cast<std::size_t>(computed));
@@ -685,7 +750,7 @@ TEST_F(FakePipeline, WaitForRoomGivesUpAtTheDeadlineOrGetsIn) {
   options.queue_capacity = 1;
   options.worker_threads = 1;
   options.batcher.max_batch_size = 1;
-  Pipeline pipeline(options, backend_, store_, stats_);
+  Pipeline pipeline(options, backend_, store_, metrics_);
   backend_.close_gate();
   submit(pipeline, reconstruct_job(small_factors(), {.rank = 1}), "held");
   ASSERT_TRUE(backend_.wait_until_entered(1));
@@ -702,7 +767,7 @@ TEST_F(FakePipeline, WaitForRoomGivesUpAtTheDeadlineOrGetsIn) {
     submit(pipeline, std::move(job), name);
     if (!completions_.has(name)) continue;
     const Outcome outcome = completions_.get(name);
-    EXPECT_EQ(outcome.code, grpc::StatusCode::RESOURCE_EXHAUSTED) << outcome.message;
+    EXPECT_EQ(outcome.code, Code::resource_exhausted) << outcome.message;
     break;
   }
 
@@ -715,14 +780,14 @@ TEST_F(FakePipeline, WaitForRoomGivesUpAtTheDeadlineOrGetsIn) {
   backend_.open_gate();
   patient_client.join();
   ASSERT_TRUE(completions_.wait_for(static_cast<std::size_t>(impatient) + 3));
-  EXPECT_EQ(completions_.get("patient").code, grpc::StatusCode::OK);
-  EXPECT_EQ(completions_.get("held").code, grpc::StatusCode::OK);
+  EXPECT_EQ(completions_.get("patient").code, Code::ok);
+  EXPECT_EQ(completions_.get("held").code, Code::ok);
 }
 
 TEST_F(FakePipeline, ShutdownDrainsAdmittedJobsThenRefuses) {
   PipelineOptions options = small_options();
   options.batcher = {.max_batch_size = 4, .max_queue_delay = kForever};  // only size or shutdown
-  Pipeline pipeline(options, backend_, store_, stats_);
+  Pipeline pipeline(options, backend_, store_, metrics_);
   constexpr int kReconstructs = 6;
   constexpr int kDecomposes = 5;
   for (int i = 0; i < kReconstructs; ++i) {
@@ -737,7 +802,7 @@ TEST_F(FakePipeline, ShutdownDrainsAdmittedJobsThenRefuses) {
   EXPECT_EQ(completions_.total(), static_cast<std::size_t>(kReconstructs + kDecomposes));
   for (const auto& [name, outcome] : completions_.all()) {
     EXPECT_EQ(outcome.calls, 1) << name;
-    EXPECT_EQ(outcome.code, grpc::StatusCode::OK) << name << ": " << outcome.message;
+    EXPECT_EQ(outcome.code, Code::ok) << name << ": " << outcome.message;
   }
   for (int i = 0; i < kDecomposes; ++i) EXPECT_TRUE(store_.info("d" + std::to_string(i)));
   EXPECT_EQ(backend_.reconstruct_items(), static_cast<std::size_t>(kReconstructs));
@@ -750,7 +815,7 @@ TEST_F(FakePipeline, ShutdownDrainsAdmittedJobsThenRefuses) {
   for (const char* name : {"late-reconstruct", "late-decompose"}) {
     ASSERT_TRUE(completions_.has(name)) << "refused inside submit";
     const Outcome outcome = completions_.get(name);
-    EXPECT_EQ(outcome.code, grpc::StatusCode::UNAVAILABLE) << outcome.message;
+    EXPECT_EQ(outcome.code, Code::unavailable) << outcome.message;
     EXPECT_EQ(outcome.calls, 1);
   }
   EXPECT_FALSE(store_.info("late"));
@@ -760,14 +825,14 @@ TEST_F(FakePipeline, ShutdownDrainsAdmittedJobsThenRefuses) {
 TEST_F(FakePipeline, FailedBatchFailsItsJobsAndServingGoesOn) {
   PipelineOptions options = small_options();
   options.batcher = {.max_batch_size = 2, .max_queue_delay = kForever};
-  Pipeline pipeline(options, backend_, store_, stats_);
+  Pipeline pipeline(options, backend_, store_, metrics_);
   backend_.set_fail_decompose(true);
   submit(pipeline, decompose_job(small_input(1), "a", 4), "a");
   submit(pipeline, decompose_job(small_input(2), "b", 4), "b");
   ASSERT_TRUE(completions_.wait_for(2));
   for (const char* name : {"a", "b"}) {
     const Outcome outcome = completions_.get(name);
-    EXPECT_EQ(outcome.code, grpc::StatusCode::INTERNAL) << name;
+    EXPECT_EQ(outcome.code, Code::internal) << name;
     EXPECT_NE(outcome.message.find("solver failed on purpose"), std::string::npos)
         << outcome.message;
     EXPECT_FALSE(store_.info(name));
@@ -777,25 +842,24 @@ TEST_F(FakePipeline, FailedBatchFailsItsJobsAndServingGoesOn) {
   submit(pipeline, decompose_job(small_input(3), "c", 4), "c");
   submit(pipeline, decompose_job(small_input(4), "d", 4), "d");
   ASSERT_TRUE(completions_.wait_for(4));
-  EXPECT_EQ(completions_.get("c").code, grpc::StatusCode::OK);
+  EXPECT_EQ(completions_.get("c").code, Code::ok);
   EXPECT_EQ(completions_.get("c").batch_size, 2u);
   EXPECT_TRUE(store_.info("c"));
 }
 
 TEST_F(FakePipeline, DecodeErrorsFailOnlyTheirJob) {
-  Pipeline pipeline(small_options(), backend_, store_, stats_);
-  inputs_.emplace_back();
-  inputs_.back().set_encoded("not an image");
-  submit(pipeline, decompose_job(&inputs_.back(), "garbage", 4), "garbage");
+  Pipeline pipeline(small_options(), backend_, store_, metrics_);
+  inputs_.push_back("not an image");
+  submit(pipeline, decompose_job(encoded(inputs_.back()), "garbage", 4), "garbage");
   JobPtr missing = decompose_file_job(kImages / "no-such-file.png", "missing", 4);
   submit(pipeline, std::move(missing), "missing");
   submit(pipeline, decompose_job(small_input(), "fine", 4), "fine");
   ASSERT_TRUE(completions_.wait_for(3));
-  EXPECT_EQ(completions_.get("garbage").code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(completions_.get("garbage").code, Code::invalid_argument);
   const Outcome missing_outcome = completions_.get("missing");
-  EXPECT_EQ(missing_outcome.code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(missing_outcome.code, Code::invalid_argument);
   EXPECT_NE(missing_outcome.message.find("no-such-file.png"), std::string::npos);
-  EXPECT_EQ(completions_.get("fine").code, grpc::StatusCode::OK);
+  EXPECT_EQ(completions_.get("fine").code, Code::ok);
 }
 
 TEST_F(FakePipeline, StoreOutcomesReachTheJob) {
@@ -804,7 +868,7 @@ TEST_F(FakePipeline, StoreOutcomesReachTheJob) {
   FactorStore tight(one_image, FullStoreAction::evict_lru, 8);
   FactorStore refusing(one_image, FullStoreAction::reject, 8);
   {
-    Pipeline pipeline(small_options(), backend_, tight, stats_);
+    Pipeline pipeline(small_options(), backend_, tight, metrics_);
     submit(pipeline, decompose_job(small_input(1), "first", 4), "first");
     ASSERT_TRUE(completions_.wait_for(1));
     submit(pipeline, decompose_job(small_input(2), "second", 4), "second");
@@ -812,14 +876,14 @@ TEST_F(FakePipeline, StoreOutcomesReachTheJob) {
   }
   EXPECT_EQ(completions_.get("second").evicted_ids, std::vector<std::string>{"first"});
   {
-    Pipeline pipeline(small_options(), backend_, refusing, stats_);
+    Pipeline pipeline(small_options(), backend_, refusing, metrics_);
     submit(pipeline, decompose_job(small_input(1), "kept", 4), "kept");
     ASSERT_TRUE(completions_.wait_for(3));
     submit(pipeline, decompose_job(small_input(2), "refused", 4), "refused");
     ASSERT_TRUE(completions_.wait_for(4));
   }
-  EXPECT_EQ(completions_.get("kept").code, grpc::StatusCode::OK);
-  EXPECT_EQ(completions_.get("refused").code, grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(completions_.get("kept").code, Code::ok);
+  EXPECT_EQ(completions_.get("refused").code, Code::resource_exhausted);
   EXPECT_TRUE(refusing.info("kept"));
   EXPECT_FALSE(refusing.info("refused"));
 }
@@ -827,39 +891,39 @@ TEST_F(FakePipeline, StoreOutcomesReachTheJob) {
 TEST_F(FakePipeline, OutputOverTheMessageLimitIsResourceExhausted) {
   PipelineOptions options = small_options();
   options.max_output_bytes = kSmall.values();  // u8 fits exactly, f32 does not
-  Pipeline pipeline(options, backend_, store_, stats_);
-  submit(pipeline, reconstruct_job(small_factors(), {.rank = 2}, v1::OUTPUT_FORMAT_RAW_U8), "u8");
-  submit(pipeline, reconstruct_job(small_factors(), {.rank = 2}, v1::OUTPUT_FORMAT_RAW_F32),
+  Pipeline pipeline(options, backend_, store_, metrics_);
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 2}, OutputFormat::raw_u8), "u8");
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 2}, OutputFormat::raw_f32),
          "f32");
   ASSERT_TRUE(completions_.wait_for(2));
-  EXPECT_EQ(completions_.get("u8").code, grpc::StatusCode::OK);
+  EXPECT_EQ(completions_.get("u8").code, Code::ok);
   const Outcome f32 = completions_.get("f32");
-  EXPECT_EQ(f32.code, grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(f32.code, Code::resource_exhausted);
   EXPECT_NE(f32.message.find("max_message_bytes"), std::string::npos) << f32.message;
 }
 
 // Raw outputs of jobs that ask for it, and PNG's raw pixels, are written into pool memory; the
 // protobuf paths get strings. A pool buffer goes back however its job ends.
 TEST_F(FakePipeline, OutputsUsePoolMemoryWhereAskedAndAlwaysGiveItBack) {
-  Pipeline pipeline(small_options(), backend_, store_, stats_);
-  auto pooled = [&](uint32_t rank, v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8) {
+  Pipeline pipeline(small_options(), backend_, store_, metrics_);
+  auto pooled = [&](uint32_t rank, OutputFormat format = OutputFormat::raw_u8) {
     JobPtr job = reconstruct_job(small_factors(), {.rank = rank}, format);
     job->pixels_in_pool = true;
     return job;
   };
   submit(pipeline, pooled(3), "pooled");
   submit(pipeline, reconstruct_job(small_factors(), {.rank = 4}), "string");
-  submit(pipeline, reconstruct_job(small_factors(), {.rank = 5}, v1::OUTPUT_FORMAT_PNG), "png");
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 5}, OutputFormat::png), "png");
   ASSERT_TRUE(completions_.wait_for(3));
   const Outcome in_pool = completions_.get("pooled");
-  ASSERT_EQ(in_pool.code, grpc::StatusCode::OK) << in_pool.message;
+  ASSERT_EQ(in_pool.code, Code::ok) << in_pool.message;
   EXPECT_TRUE(in_pool.pixels_in_pool_memory);
   EXPECT_EQ(in_pool.pixels, std::string(kSmall.values(), '\3'));
   const Outcome as_string = completions_.get("string");
   EXPECT_FALSE(as_string.pixels_in_pool_memory);
   EXPECT_EQ(as_string.pixels, std::string(kSmall.values(), '\4'));
   const Outcome png = completions_.get("png");
-  ASSERT_EQ(png.code, grpc::StatusCode::OK) << png.message;
+  ASSERT_EQ(png.code, Code::ok) << png.message;
   EXPECT_FALSE(png.pixels_in_pool_memory);  // the PNG is a string; its raw pixels were pooled
 
   // Failures after the buffer was taken: the backend fails, or the job was over the limit.
@@ -867,8 +931,8 @@ TEST_F(FakePipeline, OutputsUsePoolMemoryWhereAskedAndAlwaysGiveItBack) {
   submit(pipeline, pooled(3), "failed");
   submit(pipeline, pooled(99), "bad-rank");
   ASSERT_TRUE(completions_.wait_for(5));
-  EXPECT_EQ(completions_.get("failed").code, grpc::StatusCode::INTERNAL);
-  EXPECT_EQ(completions_.get("bad-rank").code, grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(completions_.get("failed").code, Code::internal);
+  EXPECT_EQ(completions_.get("bad-rank").code, Code::invalid_argument);
 
   pipeline.shutdown();
   const HostBufferPoolStats stats = pipeline.host_buffer_stats();
@@ -886,18 +950,15 @@ TEST_F(FakePipeline, EveryJobCompletesExactlyOnce) {
   constexpr int kClients = 3;
   constexpr int kJobsPerClient = 100;
   // Inputs are made up front: the clients only read them.
-  const v1::ImageInput good = random_raw_input(kSmall, 5);
-  v1::ImageInput bad;
-  bad.mutable_raw()->set_width(4);
-  bad.mutable_raw()->set_height(4);
-  bad.mutable_raw()->set_channels(1);
-  bad.mutable_raw()->set_type(v1::PIXEL_TYPE_U8);
-  bad.mutable_raw()->set_data("short");
+  const std::string good_samples = random_samples(kSmall, 5);
+  const ImageSource good = raw_source(kSmall, good_samples);
+  const std::string short_samples = "short";
+  const ImageSource bad = raw_source({4, 4, 1}, short_samples);
   const auto factors = small_factors();
 
-  std::map<grpc::StatusCode, int> codes;
+  std::map<Code, int> codes;
   {
-    Pipeline pipeline(options, backend_, store_, stats_);
+    Pipeline pipeline(options, backend_, store_, metrics_);
     std::vector<std::thread> clients;
     for (int c = 0; c < kClients; ++c) {
       clients.emplace_back([&, c] {
@@ -906,10 +967,10 @@ TEST_F(FakePipeline, EveryJobCompletesExactlyOnce) {
           JobPtr job;
           switch (i % 6) {
             case 0: job = reconstruct_job(factors, {.rank = 1 + static_cast<uint32_t>(i % 8)}); break;
-            case 1: job = decompose_job(&good, name, 4); break;
-            case 2: job = compress_job(&good, {.rank = 3}, v1::OUTPUT_FORMAT_PNG); break;
+            case 1: job = decompose_job(good, name, 4); break;
+            case 2: job = compress_job(good, {.rank = 3}, OutputFormat::png); break;
             case 3: job = reconstruct_job(factors, {.rank = 99}); break;  // invalid rank
-            case 4: job = decompose_job(&bad, name, 4); break;            // decode error
+            case 4: job = decompose_job(bad, name, 4); break;            // decode error
             case 5:
               job = reconstruct_job(factors, {.rank = 2});
               if (i % 4 == 1) job->is_cancelled = [] { return true; };
@@ -931,14 +992,14 @@ TEST_F(FakePipeline, EveryJobCompletesExactlyOnce) {
     EXPECT_EQ(outcome.calls, 1) << name;
     ++codes[outcome.code];
   }
-  EXPECT_GT(codes[grpc::StatusCode::OK], 0);
-  EXPECT_GT(codes[grpc::StatusCode::INVALID_ARGUMENT], 0);
+  EXPECT_GT(codes[Code::ok], 0);
+  EXPECT_GT(codes[Code::invalid_argument], 0);
   for (const auto& [code, count] : codes) {
-    EXPECT_TRUE(code == grpc::StatusCode::OK || code == grpc::StatusCode::INVALID_ARGUMENT ||
-                code == grpc::StatusCode::CANCELLED ||
-                code == grpc::StatusCode::DEADLINE_EXCEEDED ||
-                code == grpc::StatusCode::RESOURCE_EXHAUSTED)
-        << code_name(code) << " x" << count;
+    EXPECT_TRUE(code == Code::ok || code == Code::invalid_argument ||
+                code == Code::cancelled ||
+                code == Code::deadline_exceeded ||
+                code == Code::resource_exhausted)
+        << code << " x" << count;
   }
 }
 

@@ -1,0 +1,38 @@
+#pragma once
+// Requests into the runtime's terms (server/runtime/job.hpp): the image a request carries, the
+// output format, the deadline. The runtime never sees a protobuf message.
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <chrono>
+#include <optional>
+
+#include "server/runtime/job.hpp"
+#include "svdserve/v1/svdserve.pb.h"
+
+namespace svdserve {
+
+// Views into `input` (which must outlive the job): encoded bytes or raw samples; nothing set is
+// std::monostate, which the decoder refuses with a message. An unknown pixel type is left unset.
+[[nodiscard]] ImageSource image_source_of(const v1::ImageInput& input);
+
+// UNSPECIFIED is RAW_U8; InvalidArgument for a value the API does not define.
+[[nodiscard]] OutputFormat output_format_of(v1::OutputFormat format);
+[[nodiscard]] v1::OutputFormat to_proto(OutputFormat format) noexcept;
+
+// The energy fraction of a request whose rank_choice is one (ReconstructRequest, CompressRequest).
+template <typename Request>
+[[nodiscard]] std::optional<double> energy_fraction_of(const Request& request) {
+  if (request.rank_choice_case() != Request::kEnergyFraction) return std::nullopt;
+  return request.energy_fraction();
+}
+
+// A gRPC deadline (system clock) on the pipeline's steady clock; none stays none.
+[[nodiscard]] Clock::time_point to_steady_deadline(std::chrono::system_clock::time_point deadline);
+
+// A raw method's request, parsed as the generated code does for a typed method, except that
+// malformed bytes are INVALID_ARGUMENT with a message (gRPC's typed callback handler answers
+// UNIMPLEMENTED, no message).
+[[nodiscard]] v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes);
+
+}  // namespace svdserve

@@ -1,0 +1,173 @@
+#include "server/process/prometheus_text.hpp"
+
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+
+#include <initializer_list>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "svdserve/status_code_names.hpp"
+
+namespace svdserve {
+namespace {
+
+prometheus::MetricFamily gauge(std::string name, std::string help, double value) {
+  prometheus::MetricFamily family{std::move(name), std::move(help), prometheus::MetricType::Gauge, {}};
+  prometheus::ClientMetric metric;
+  metric.gauge.value = value;
+  family.metric.push_back(metric);
+  return family;
+}
+
+// A family of one gauge or counter per value of `label`, e.g. svdserve_queue_depth{queue="decode"}.
+using LabelledValues = std::initializer_list<std::pair<const char*, double>>;
+prometheus::MetricFamily labelled(std::string name, std::string help, prometheus::MetricType type,
+                                  const std::string& label, LabelledValues values) {
+  prometheus::MetricFamily family{std::move(name), std::move(help), type, {}};
+  for (const auto& [label_value, value] : values) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({label, label_value});
+    (type == prometheus::MetricType::Counter ? metric.counter.value : metric.gauge.value) = value;
+    family.metric.push_back(metric);
+  }
+  return family;
+}
+
+prometheus::ClientMetric::Histogram histogram_metric(const Histogram& histogram) {
+  prometheus::ClientMetric::Histogram out;
+  out.sample_count = histogram.count;
+  out.sample_sum = histogram.sum;
+  uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < histogram.counts.size(); ++i) {
+    cumulative += histogram.counts[i];
+    const double upper_bound = i < histogram.upper_bounds.size()
+                                   ? histogram.upper_bounds[i]
+                                   : std::numeric_limits<double>::infinity();
+    out.bucket.push_back({cumulative, upper_bound});
+  }
+  return out;
+}
+
+// The recorded events: requests by method and code, stage durations, batch sizes.
+void add_recorded(const MetricsSink::Totals& totals, std::vector<prometheus::MetricFamily>& out) {
+  prometheus::MetricFamily requests{"svdserve_requests_total",
+                                    "RPCs answered, by method and gRPC status code",
+                                    prometheus::MetricType::Counter, {}};
+  for (const auto& [method, codes] : totals.calls) {
+    for (const auto& [code, count] : codes) {
+      prometheus::ClientMetric metric;
+      metric.label = {{"code", status_code_text(code)}, {"method", method}};  // sorted by name
+      metric.counter.value = static_cast<double>(count);
+      requests.metric.push_back(std::move(metric));
+    }
+  }
+  out.push_back(std::move(requests));
+
+  prometheus::MetricFamily stages{"svdserve_stage_duration_seconds",
+                                  "Time per image in each pipeline stage",
+                                  prometheus::MetricType::Histogram, {}};
+  for (const auto& [stage, histogram] : totals.stage_seconds) {
+    prometheus::ClientMetric metric;
+    metric.label = {{"stage", stage}};
+    metric.histogram = histogram_metric(histogram);
+    stages.metric.push_back(std::move(metric));
+  }
+  out.push_back(std::move(stages));
+
+  prometheus::MetricFamily batches{"svdserve_batch_size", "Images per batch run on the backend",
+                                   prometheus::MetricType::Histogram, {}};
+  prometheus::ClientMetric batch_metric;
+  batch_metric.histogram = histogram_metric(totals.batch_sizes);
+  batches.metric.push_back(std::move(batch_metric));
+  out.push_back(std::move(batches));
+}
+
+// The gauges (and counters kept elsewhere) sampled now.
+void add_live(const LiveValues& v, std::vector<prometheus::MetricFamily>& out) {
+  out.push_back(labelled("svdserve_queue_depth", "Jobs waiting in a pipeline queue",
+                         prometheus::MetricType::Gauge, "queue",
+                         {{"decode", static_cast<double>(v.decode_queue_depth)},
+                          {"compute", static_cast<double>(v.compute_queue_depth)}}));
+  out.push_back(gauge("svdserve_jobs_in_flight", "Jobs admitted and not yet answered",
+                      static_cast<double>(v.jobs_in_flight)));
+  out.push_back(gauge("svdserve_images_resident", "Images whose factors are resident",
+                      static_cast<double>(v.images_resident)));
+  out.push_back(gauge("svdserve_bytes_resident", "Bytes of resident factors",
+                      static_cast<double>(v.bytes_resident)));
+  out.push_back(gauge("svdserve_memory_budget_bytes", "Factor store budget",
+                      static_cast<double>(v.budget_bytes)));
+  prometheus::MetricFamily evictions{"svdserve_evictions_total",
+                                     "Images evicted to fit the budget",
+                                     prometheus::MetricType::Counter, {}};
+  prometheus::ClientMetric eviction_metric;
+  eviction_metric.counter.value = static_cast<double>(v.evictions);
+  evictions.metric.push_back(eviction_metric);
+  out.push_back(evictions);
+  // Whether host_buffer_pool_bytes fits the load: fallbacks growing means it does not.
+  const HostBufferPoolStats& pool = v.host_buffers;
+  out.push_back(labelled("svdserve_host_buffer_pool_bytes",
+                         "Reconstruct response memory: pooled (lent out or idle, at most the "
+                         "cap) and in use (lent out, pooled or fallback)",
+                         prometheus::MetricType::Gauge, "state",
+                         {{"pooled", static_cast<double>(pool.pooled_bytes)},
+                          {"in_use", static_cast<double>(pool.in_use_bytes)},
+                          {"capacity", static_cast<double>(pool.capacity_bytes)}}));
+  out.push_back(labelled("svdserve_host_buffers_total",
+                         "Reconstruct response buffers by where they came from",
+                         prometheus::MetricType::Counter, "source",
+                         {{"reused", static_cast<double>(pool.reuses)},
+                          {"allocated", static_cast<double>(pool.allocations)},
+                          {"fallback", static_cast<double>(pool.fallbacks)}}));
+  // At the budget, streams wait: their clients see them slow down (stream_budget.hpp).
+  out.push_back(labelled("svdserve_stream_requests_computing",
+                         "Requests of all ReconstructStream calls read and not yet computed, "
+                         "and the budget they share",
+                         prometheus::MetricType::Gauge, "state",
+                         {{"held", static_cast<double>(v.streams.computing)},
+                          {"budget", static_cast<double>(v.streams.max_computing)}}));
+  out.push_back(labelled("svdserve_stream_unwritten_bytes",
+                         "Pixel bytes of ReconstructStream answers not yet written, and the "
+                         "budget they share",
+                         prometheus::MetricType::Gauge, "state",
+                         {{"held", static_cast<double>(v.streams.unwritten_bytes)},
+                          {"budget", static_cast<double>(v.streams.max_unwritten_bytes)}}));
+  if (v.backend.device_memory_total_bytes > 0) {
+    out.push_back(gauge("svdserve_gpu_factor_memory_bytes", "Device memory held by factors",
+                        static_cast<double>(v.backend.device_memory_used_bytes)));
+    out.push_back(gauge("svdserve_gpu_memory_total_bytes", "Device memory of the GPU",
+                        static_cast<double>(v.backend.device_memory_total_bytes)));
+  }
+  if (v.backend.svd_matrices > 0) {
+    out.push_back(labelled("svdserve_gpu_svd_matrices_total",
+                           "Matrices solved by the batched SVD, and those redone exactly after "
+                           "failing the residual check",
+                           prometheus::MetricType::Counter, "outcome",
+                           {{"solved", static_cast<double>(v.backend.svd_matrices)},
+                            {"redone", static_cast<double>(v.backend.svd_matrices_redone)}}));
+  }
+  if (!v.backend.stream_busy_seconds.empty()) {
+    prometheus::MetricFamily busy{"svdserve_gpu_stream_busy_seconds_total",
+                                  "Time each CUDA stream of the pool held a batch",
+                                  prometheus::MetricType::Counter, {}};
+    for (std::size_t i = 0; i < v.backend.stream_busy_seconds.size(); ++i) {
+      prometheus::ClientMetric metric;
+      metric.label.push_back({"stream", std::to_string(i)});
+      metric.counter.value = v.backend.stream_busy_seconds[i];
+      busy.metric.push_back(metric);
+    }
+    out.push_back(busy);
+  }
+}
+
+}  // namespace
+
+std::string prometheus_text(const MetricsSink::Totals& totals, const LiveValues& live) {
+  std::vector<prometheus::MetricFamily> families;
+  add_recorded(totals, families);
+  add_live(live, families);
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace svdserve

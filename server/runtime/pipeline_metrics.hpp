@@ -1,0 +1,21 @@
+#pragma once
+// What the pipeline reports as it works. The process's metrics sink implements it; the runtime
+// does not know where the numbers go.
+
+#include <cstddef>
+
+#include "server/runtime/job.hpp"
+
+namespace svdserve {
+
+class PipelineMetrics {
+ public:
+  virtual ~PipelineMetrics() = default;
+
+  // One image job that reached the backend, whatever its outcome.
+  virtual void record_job(const StageTimes& times, double total_us) = 0;
+  // One batch handed to the backend: its live jobs.
+  virtual void record_batch(std::size_t size) = 0;
+};
+
+}  // namespace svdserve
