@@ -53,13 +53,11 @@ timeout 240 compute-sanitizer --tool memcheck --kernel-name kns=svdserve --error
 rc=$?; status=$((status | rc)); echo "memcheck: rc=$rc"
 grep -E "ERROR SUMMARY|PASSED|FAILED|tests ran" "$out/sanitizer-memcheck.log" | tail -3
 : > "$out/sanitizer-racecheck.log"
-# The warp-specialised wgmma kernel (kernels/gpu/reconstruct_fused_wgmma.cu) zeroes US (in pairs
-# side by side, V) past a task's rank in a landed stage: its consumers write what the producer's
-# bulk copies wrote, ordered by the stage's mbarriers (full: the copies landed; empty: handed
-# back, after a warpgroup barrier and a proxy fence). racecheck reports those pairs (session 19:
-# and the same for plain reads of a landed stage, the way any bulk copy is consumed), while
-# synccheck and memcheck are clean and the tests compare every pixel with poisoned outputs. Those
-# hazards alone pass; any other fails.
+# The wgmma kernel (kernels/gpu/reconstruct/wgmma.cu) zeroes US and V past a task's rank in a
+# landed stage: its consumers write what the producer's bulk copies wrote, ordered by the stage's
+# mbarriers. racecheck reports those pairs (and plain reads of a landed stage, the way any bulk
+# copy is consumed) while synccheck and memcheck are clean and the tests compare every pixel with
+# poisoned outputs. Those hazards alone pass; any other fails.
 only_stage_zeroing_hazards() {  # racecheck log: hazards, each pairing the two sites either way
   awk '/Race reported between/ { hazards++; first = $0; next }
        /^=========     and / {
