@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (the device tool), from the repository root, with the portable bundle
-# carried (.ci/bundle.sh): the performance issue's four benchmarks, each printing its table and
+# carried (.ci/bundle.sh): the benchmarks of docs/PERFORMANCE.md, each printing its table and
 # ratio to a limit measured in the same run. Tables go to stdout and $OUT/*.txt, JSON into
 # $OUT/bench-json.tar (the device tool returns at most 8 files).
 #   usage: .ci/device-bench.sh [quick] [only=kernel,pipeline,svd,rsvd,e2e,e2e-stream]

@@ -125,7 +125,10 @@ class GpuBackend final : public Backend {
       return;
     } catch (...) {
       // Work may be enqueued already: the stream must be idle before it goes back to the pool.
-      if (lease) (void)cudaStreamSynchronize((*lease)->stream.view().value());
+      if (lease) {
+        (void)cudaStreamSynchronize((*lease)->stream.view().value());
+        (void)cudaGetLastError();  // the error is reported by finish, not by the next launch
+      }
       lease.reset();
       (*finish)(std::current_exception());
     }

@@ -35,7 +35,6 @@ struct StreamContext {
   DeviceBuffer s;
   DeviceBuffer v;
   DeviceBuffer output;      // reconstruct: pixels of the whole batch
-  DeviceBuffer scratch;     // cuBLAS path: one f32 image
   std::atomic<int64_t> busy_ns{0};  // time leased to batches (host view: enqueue to sync)
 };
 

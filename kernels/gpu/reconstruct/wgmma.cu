@@ -587,12 +587,16 @@ bool device_runs_wgmma(int device) noexcept {
     return false;
   }
   int* flag = nullptr;
-  if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess) return false;
+  if (cudaMalloc(&flag, sizeof(int)) != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed probe must not fail the next launch check
+    return false;
+  }
   int has_wgmma = 0;
   wgmma_compiled_kernel<<<1, 1>>>(flag);
   const bool ran = cudaGetLastError() == cudaSuccess &&
                    cudaMemcpy(&has_wgmma, flag, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
   const bool freed = cudaFree(flag) == cudaSuccess;
+  (void)cudaGetLastError();
   return ran && freed && has_wgmma == 1;
 }
 
