@@ -60,9 +60,13 @@ class GpuServerTest : public ::testing::Test {
     double sigma_of_largest = 1e-4;  // |s_gpu - s_cpu| <= this * s_0 + ...
     double sigma_of_itself = 0.0;    // ... + this * s_cpu
     double error_squared = 1e-3;     // relative, on relative_error^2 (+ 5e-6 absolute)
-    int max_level_difference = 1;
+    // u8 values: at most this fraction differ at all, and none by more than
+    // max_level_difference (when max_difference_of_error is 0)...
     double max_fraction_differing = 0.01;
-    // When set: instead of the per-value bounds, ||P_gpu - P_cpu||_F <= this x the CPU's rank-k
+    int max_level_difference = 1;
+    // ... and at most this fraction by more than one level.
+    double max_fraction_beyond_one_level = 0.0;
+    // When set: instead of the per-value bound, ||P_gpu - P_cpu||_F <= this x the CPU's rank-k
     // error ||A - A_k||_F (+ 0.5 per value for rounding). Two near-optimal rank-k approximations
     // may differ locally (where sigma_k ~ sigma_k+1 the k-th direction is nearly free), but not by
     // more than a small part of their common error.
@@ -89,7 +93,7 @@ class GpuServerTest : public ::testing::Test {
 double GpuServerTest::compare_with_cpu(const Agreement& agreement) {
   auto info = gpu_->server_info();
   EXPECT_TRUE(info.ok() && info->backend() == "gpu");
-  std::size_t pixels = 0, differing = 0;
+  std::size_t pixels = 0, differing = 0, beyond_one_level = 0;
   for (const auto& entry : std::filesystem::directory_iterator(svdserve::test::test_images_dir())) {
     const std::string name = entry.path().filename().string();
     SCOPED_TRACE(name);
@@ -129,15 +133,12 @@ double GpuServerTest::compare_with_cpu(const Agreement& agreement) {
       for (std::size_t p = 0; p < gr->pixels().size(); ++p) {
         const int d = std::abs(int(uint8_t(gr->pixels()[p])) - int(uint8_t(cr->pixels()[p])));
         squared_difference += double(d) * d;
-        if (agreement.max_difference_of_error > 0) {
-          differing += d != 0;
-          continue;
-        }
-        if (d > agreement.max_level_difference) {
+        differing += d != 0;
+        beyond_one_level += d > 1;
+        if (agreement.max_difference_of_error == 0 && d > agreement.max_level_difference) {
           ADD_FAILURE() << "rank " << rank << " value " << p << " differs by " << d;
           return 1.0;
         }
-        differing += d != 0;
       }
       pixels += gr->pixels().size();
       if (agreement.max_difference_of_error > 0) {
@@ -150,9 +151,12 @@ double GpuServerTest::compare_with_cpu(const Agreement& agreement) {
     }
   }
   const double fraction = static_cast<double>(differing) / pixels;
-  std::printf("GPU vs CPU: %zu of %zu u8 values differ (%.4f%%)\n", differing, pixels,
-              100.0 * fraction);
+  const double fraction_beyond = static_cast<double>(beyond_one_level) / pixels;
+  std::printf("GPU vs CPU: %zu of %zu u8 values differ (%.4f%%), %zu by more than one level "
+              "(%.4f%%)\n",
+              differing, pixels, 100.0 * fraction, beyond_one_level, 100.0 * fraction_beyond);
   EXPECT_LE(fraction, agreement.max_fraction_differing);
+  EXPECT_LE(fraction_beyond, agreement.max_fraction_beyond_one_level);
   return fraction;
 }
 
@@ -164,15 +168,17 @@ TEST_F(GpuServerTest, ExactSvdAgreesWithTheCpuBackendOnEverySampleImage) {
 // gpu_svd: automatic (the randomized SVD) is held to what it promises: the top singular values
 // to 1e-4 of the largest, those near the max rank to 2 % of themselves, reported errors close to
 // LAPACK's, and reconstructions that differ from LAPACK's by at most a tenth of their own error
-// (its rank-k error is within 1.001x the optimum: tests/kernels). Measured on the H100: single
-// values at rank 64 = max rank differ by up to 6 grey levels, so no per-value bound is stated.
+// (its rank-k error is within 1.001x the optimum: tests/kernels). Where sigma_k ~ sigma_k+1 single
+// values at rank 64 = max rank differ by several grey levels, so the per-value bound gives way to
+// bounds on how many values differ: H100, all samples: 4.4 % differ, 0.77 % by more than one.
 TEST_F(GpuServerTest, AutomaticSvdAgreesWithTheCpuBackendWithinItsTolerances) {
   start_gpu(v1::GPU_SVD_AUTOMATIC);
   Agreement randomized;
   randomized.sigma_of_itself = 0.02;
   randomized.error_squared = 2e-2;
   randomized.max_difference_of_error = 0.1;
-  randomized.max_fraction_differing = 1.0;  // judged by the difference's size instead
+  randomized.max_fraction_differing = 0.10;
+  randomized.max_fraction_beyond_one_level = 0.02;
   RecordProperty("values_differing", std::to_string(compare_with_cpu(randomized)));
 }
 
