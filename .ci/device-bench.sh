@@ -41,7 +41,7 @@ if wants e2e || wants e2e-stream; then
   ln -sf "$root/bin/svdserve" "$fake/server/svdserve"
   wants e2e && E2E_DURATION="${E2E_DURATION:-3}" run e2e-bench bash bench/e2e_bench.sh "$fake" "$out/json"
   # 4 items a stream unless E2E_STREAM_ITEMS says otherwise; streams past the server's shared
-  # stream budget wait rather than fail (server/stream_budget.hpp).
+  # stream budget wait rather than fail (server/grpc/stream_budget.hpp).
   wants e2e-stream && E2E_OP=stream E2E_STREAM_ITEMS="${E2E_STREAM_ITEMS:-4}" \
     E2E_DURATION="${E2E_DURATION:-3}" run e2e-stream-bench bash bench/e2e_bench.sh "$fake" "$out/json"
 fi

@@ -1,5 +1,5 @@
 #pragma once
-// Typed errors used everywhere below the RPC boundary. server/status_mapping.cpp turns each kind
+// Typed errors used everywhere below the RPC boundary. server/grpc/status_mapping.cpp turns each kind
 // into one gRPC status code; nothing else decides codes.
 
 #include <stdexcept>
