@@ -42,6 +42,10 @@ std::string_view health_status_name(HealthStatus status) noexcept {
   return "UNKNOWN";
 }
 
+grpc::Status item_status(const v1::ItemStatus& status) {
+  return {static_cast<grpc::StatusCode>(status.code()), status.message()};
+}
+
 Client::Client(std::string target, ClientOptions options)
     : target_(std::move(target)),
       options_(options),

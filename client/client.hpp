@@ -123,6 +123,9 @@ class Client {
   std::unique_ptr<v1::SvdServe::Stub> stub_;
 };
 
+// An item's status inside a stream or LoadDirectory answer, as a grpc::Status.
+[[nodiscard]] grpc::Status item_status(const v1::ItemStatus& status);
+
 // Puts the rank choice into a ReconstructRequest or CompressRequest.
 template <class Request>
 void set_rank_choice(Request& request, const RankChoice& rank) {

@@ -29,11 +29,15 @@ std::runtime_error file_error(std::string_view action, const std::filesystem::pa
 
 std::span<const std::string_view> image_extensions() noexcept { return kImageExtensions; }
 
+std::string lower_case_extension(const std::filesystem::path& path) {
+  const std::string extension = path.extension().string();
+  return extension.size() < 2 ? std::string() : lower_case(extension.substr(1));
+}
+
 bool has_image_extension(const std::filesystem::path& path) {
-  std::string extension = path.extension().string();
-  if (extension.size() < 2) return false;
-  extension = lower_case(extension.substr(1));
-  return std::ranges::find(kImageExtensions, std::string_view(extension)) != kImageExtensions.end();
+  const std::string extension = lower_case_extension(path);
+  return !extension.empty() &&
+         std::ranges::find(kImageExtensions, std::string_view(extension)) != kImageExtensions.end();
 }
 
 std::vector<std::filesystem::path> list_image_files(const std::filesystem::path& folder, bool recursive) {

@@ -12,6 +12,9 @@ namespace svdserve {
 // Extensions (lower case, no dot) of the formats the server decodes.
 [[nodiscard]] std::span<const std::string_view> image_extensions() noexcept;
 
+// The extension in lower case without the dot: "png" for "a.PNG"; empty when there is none.
+[[nodiscard]] std::string lower_case_extension(const std::filesystem::path& path);
+
 // True when the file name ends in one of image_extensions(), in any case.
 [[nodiscard]] bool has_image_extension(const std::filesystem::path& path);
 

@@ -54,7 +54,7 @@ struct Command {
   int (*run)(CommandContext& context, const ParsedArgs& args) = nullptr;
 };
 
-// One per file in client/commands/.
+// One per file in client/cli/commands/.
 [[nodiscard]] std::vector<Command> decompose_commands();    // decompose
 [[nodiscard]] std::vector<Command> reconstruct_commands();  // reconstruct, compress
 [[nodiscard]] std::vector<Command> run_commands();          // run

@@ -12,12 +12,6 @@
 namespace svdserve::cli {
 namespace {
 
-bool is_png(const std::filesystem::path& path) {
-  std::string extension = path.extension().string();
-  for (char& c : extension) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return extension == ".png";
-}
-
 std::uint64_t encode_u8(const std::filesystem::path& out, const v1::Shape& shape, const std::string& pixels) {
   const std::uint64_t expected =
       std::uint64_t{shape.width()} * shape.height() * shape.channels();
@@ -61,7 +55,7 @@ std::string_view output_format_name(v1::OutputFormat format) noexcept {
 
 v1::OutputFormat choose_output_format(const std::optional<std::string>& flag, const std::filesystem::path& out) {
   if (flag) return parse_output_format(*flag);
-  return is_png(out) ? v1::OUTPUT_FORMAT_PNG : v1::OUTPUT_FORMAT_RAW_U8;
+  return lower_case_extension(out) == "png" ? v1::OUTPUT_FORMAT_PNG : v1::OUTPUT_FORMAT_RAW_U8;
 }
 
 bool encodes_locally(v1::OutputFormat format, const std::filesystem::path& out) {

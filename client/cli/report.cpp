@@ -1,7 +1,6 @@
 #include "client/cli/report.hpp"
 
-#include <array>
-#include <cstdio>
+#include <string>
 
 #include <google/protobuf/util/json_util.h>
 
@@ -17,30 +16,10 @@ int report_error(std::ostream& err, std::string_view message) {
   return to_int(ExitCode::failed);
 }
 
-std::string shape_text(const v1::Shape& shape) {
-  return std::to_string(shape.width()) + "x" + std::to_string(shape.height()) + "x" +
-         std::to_string(shape.channels());
-}
-
-std::string bytes_text(std::uint64_t bytes) {
-  constexpr std::array<std::string_view, 5> kUnits = {"B", "KiB", "MiB", "GiB", "TiB"};
-  constexpr double kStep = 1024.0;
-  if (static_cast<double>(bytes) < kStep) return std::to_string(bytes) + " B";
-  auto value = static_cast<double>(bytes);
-  std::size_t unit = 0;
-  while (value >= kStep && unit + 1 < kUnits.size()) {
-    value /= kStep;
-    ++unit;
-  }
-  return fixed_text(value, 1) + " " + std::string(kUnits[unit]);
-}
-
-std::string ms_text(double microseconds) { return fixed_text(microseconds / 1000.0, 2); }
-
-std::string fixed_text(double value, int decimals) {
-  std::array<char, 64> buffer{};
-  std::snprintf(buffer.data(), buffer.size(), "%.*f", decimals, value);
-  return buffer.data();
+int exit_code_for_items(std::uint64_t succeeded, std::uint64_t failed, std::uint64_t failed_unreachable) noexcept {
+  if (failed == 0) return to_int(ExitCode::ok);
+  if (succeeded == 0 && failed_unreachable == failed) return to_int(ExitCode::unreachable);
+  return to_int(ExitCode::failed);
 }
 
 void print_json(std::ostream& out, const google::protobuf::Message& message) {
@@ -86,9 +65,7 @@ std::size_t ItemTally::failed_count() const {
 
 int ItemTally::exit_code() const {
   const std::scoped_lock lock(mutex_);
-  if (failed_ == 0) return to_int(ExitCode::ok);
-  if (succeeded_ == 0 && failed_unreachable_ == failed_) return to_int(ExitCode::unreachable);
-  return to_int(ExitCode::failed);
+  return exit_code_for_items(succeeded_, failed_, failed_unreachable_);
 }
 
 }  // namespace svdserve::cli

@@ -1,18 +1,17 @@
 #pragma once
-// What the commands print: errors as "error: <CODE>: <message>", sizes, shapes, messages as
-// JSON, and the exit code of a command over many items.
+// What the commands print besides their results: errors as "error: <CODE>: <message>", messages
+// as JSON, and the exit code of a command over many items.
 
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <ostream>
-#include <string>
 #include <string_view>
 
 #include <google/protobuf/message.h>
 #include <grpcpp/support/status.h>
 
 #include "client/status_text.hpp"
-#include "svdserve/v1/svdserve.pb.h"
 
 namespace svdserve::cli {
 
@@ -23,20 +22,15 @@ int report_error(std::ostream& err, std::string_view message);
 
 [[nodiscard]] constexpr int to_int(ExitCode code) noexcept { return static_cast<int>(code); }
 
-// "640x480x3".
-[[nodiscard]] std::string shape_text(const v1::Shape& shape);
-// "12.3 MiB", "512 B".
-[[nodiscard]] std::string bytes_text(std::uint64_t bytes);
-// Microseconds as milliseconds with 2 decimals: "12.34".
-[[nodiscard]] std::string ms_text(double microseconds);
-// Fixed decimals: "0.0423".
-[[nodiscard]] std::string fixed_text(double value, int decimals);
+// The exit code of many calls: 0 when none failed; 3 when none succeeded and every failure was
+// UNAVAILABLE/DEADLINE_EXCEEDED (no server answered); else 1.
+[[nodiscard]] int exit_code_for_items(std::uint64_t succeeded, std::uint64_t failed,
+                                      std::uint64_t failed_unreachable) noexcept;
 
 // The message in the proto3 JSON mapping, field names as in the .proto, defaults included.
 void print_json(std::ostream& out, const google::protobuf::Message& message);
 
-// Counts the items of a many-item command and decides its exit code: 0 when all succeeded; 3
-// when none succeeded and every failure was UNAVAILABLE/DEADLINE_EXCEEDED; else 1. Thread-safe.
+// Counts the items of a many-item command for exit_code_for_items. Thread-safe.
 class ItemTally {
  public:
   void succeeded();

@@ -1,4 +1,4 @@
-#include "client/cli/json_writer.hpp"
+#include "client/json_writer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,9 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "client/cli/bench_report.hpp"
-
-namespace svdserve::cli {
+namespace svdserve {
 namespace {
 
 TEST(JsonEscape, QuotesBackslashesAndControlCharacters) {
@@ -74,29 +72,5 @@ TEST(JsonWriter, DoublesRoundTrip) {
   EXPECT_EQ(json.str(), "[0.1,1e-07,123456.789]");
 }
 
-TEST(BenchReportJson, CarriesTheNumbers) {
-  BenchReport report;
-  report.op = "reconstruct";
-  report.server = "localhost:50051";
-  report.image = "dir/\"quoted\".png";
-  report.rank = 16;
-  report.format = "u8";
-  report.concurrency = 4;
-  report.elapsed_s = 2.0;
-  report.requests = 12;
-  report.succeeded = 10;
-  report.errors["UNAVAILABLE"] = 2;
-  report.latency = summarize_latencies({1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
-
-  const std::string text = bench_report_json(report);
-  EXPECT_NE(text.find("\"images_per_second\": 5"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"p50\": 5"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"p90\": 9"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"max\": 10"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"UNAVAILABLE\": 2"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"image\": \"dir/\\\"quoted\\\".png\""), std::string::npos) << text;
-  EXPECT_EQ(text.back(), '\n');
-}
-
 }  // namespace
-}  // namespace svdserve::cli
+}  // namespace svdserve

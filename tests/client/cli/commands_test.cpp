@@ -1,0 +1,242 @@
+// svdserve-cli's commands against the in-process fake server (see fake_server.hpp: an "image"
+// file holds the text "WxHxC").
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "client/image_files.hpp"
+#include "fake_server.hpp"
+#include "run_cli.hpp"
+#include "temp_folder.hpp"
+
+namespace svdserve::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::contains;
+
+class Commands : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(root_ / "in" / "sub");
+    write_file_bytes(root_ / "in" / "a.png", "6x4x3");
+    write_file_bytes(root_ / "in" / "a.jpg", "5x5x1");  // Same stem as a.png.
+    write_file_bytes(root_ / "in" / "broken.png", "garbage");
+    write_file_bytes(root_ / "in" / "sub" / "c.PNG", "3x2x4");
+  }
+
+  testing::CliOutcome run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--server", server_.address()});
+    return testing::run_cli(args);
+  }
+
+  testing::FakeServer server_;
+  testing::TempFolder folder_{"svdserve_commands_test"};
+  const fs::path& root_ = folder_.path();
+};
+
+TEST_F(Commands, DecomposeOneFileUsesItsNameAsId) {
+  const auto outcome = run({"decompose", (root_ / "in" / "a.png").string(), "--max-rank", "4"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "id a.png: 6x4x3, rank kept 4")) << outcome.out;
+  EXPECT_EQ(run({"decompose", (root_ / "in" / "a.png").string(), "--id", "custom"}).code, 0);
+  EXPECT_EQ(server_.service().image_count(), 2u);
+}
+
+TEST_F(Commands, DecomposeOneBadFileReportsTheServerError) {
+  const auto outcome = run({"decompose", (root_ / "in" / "broken.png").string()});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_EQ(outcome.err, "error: INVALID_ARGUMENT: cannot decode the image\n");
+}
+
+TEST_F(Commands, DecomposeFolderCountsFailures) {
+  const auto outcome = run({"decompose", (root_ / "in").string(), "--recursive", "-c", "2"});
+  EXPECT_EQ(outcome.code, 1);  // broken.png
+  EXPECT_TRUE(contains(outcome.out, "decomposed 3 of 4 images (1 failed)")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.err, "ok    sub/c.PNG")) << outcome.err;
+  EXPECT_TRUE(contains(outcome.err, "FAIL  broken.png: INVALID_ARGUMENT")) << outcome.err;
+  EXPECT_EQ(server_.service().image_count(), 3u);
+}
+
+TEST_F(Commands, ReconstructWritesRawOrLocallyEncodedOrServerPng) {
+  ASSERT_EQ(run({"decompose", (root_ / "in" / "a.png").string()}).code, 0);
+
+  auto outcome = run({"reconstruct", "a.png", "--rank", "2", "-o", (root_ / "x.u8").string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "rank 2, relative error 0.750000")) << outcome.out;
+  EXPECT_EQ(read_file_bytes(root_ / "x.u8"), std::string(6 * 4 * 3, '\2'));
+
+  outcome = run({"reconstruct", "a.png", "--rank", "2", "-o", (root_ / "x.jpg").string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(read_file_bytes(root_ / "x.jpg").substr(0, 3), "\xff\xd8\xff");  // JPEG, encoded here.
+
+  outcome = run({"--json", "reconstruct", "a.png", "--energy", "0.5", "-o", (root_ / "x.png").string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(read_file_bytes(root_ / "x.png"), "PNG:a.png:8");  // As the server sent it.
+  EXPECT_TRUE(contains(outcome.out, "\"format\": \"png\"")) << outcome.out;
+
+  outcome = run({"reconstruct", "a.png", "--rank", "99", "-o", (root_ / "y.png").string()});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_EQ(outcome.err, "error: INVALID_ARGUMENT: rank out of range\n");
+  EXPECT_FALSE(fs::exists(root_ / "y.png"));
+}
+
+TEST_F(Commands, CompressIsOneCall) {
+  const auto outcome =
+      run({"compress", (root_ / "in" / "a.png").string(), "--rank", "3", "-o", (root_ / "c.f32").string(),
+           "--format", "f32"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(fs::file_size(root_ / "c.f32"), 6u * 4 * 3 * sizeof(float));
+  EXPECT_EQ(server_.service().image_count(), 0u);
+}
+
+TEST_F(Commands, RunWritesEveryImageAtEveryRank) {
+  const auto out_dir = root_ / "out";
+  const auto outcome = run({"run", (root_ / "in").string(), "--recursive", "--rank", "1,2,8", "-o",
+                            out_dir.string(), "--concurrency", "3"});
+  EXPECT_EQ(outcome.code, 1) << outcome.err;  // broken.png fails to decompose.
+  EXPECT_TRUE(contains(outcome.out, "images 4 (3 decomposed), ranks 1,2,8, files written 9")) << outcome.out;
+  for (const char* name : {"a_png_k1.png", "a_jpg_k2.png", "sub/c_k8.png"}) {
+    EXPECT_TRUE(fs::exists(out_dir / name)) << name;
+  }
+  EXPECT_EQ(read_file_bytes(out_dir / "sub" / "c_k8.png"), "PNG:sub/c.PNG:8");
+}
+
+TEST_F(Commands, RunReportsItemsTheServerRefused) {
+  const auto outcome =
+      run({"--json", "run", (root_ / "in" / "a.png").string(), "--rank", "4,9", "-o", (root_ / "out").string()});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.out, "\"files_written\": 1")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "INVALID_ARGUMENT: rank out of range")) << outcome.out;
+}
+
+TEST_F(Commands, StoreCommands) {
+  ASSERT_EQ(run({"decompose", (root_ / "in" / "a.png").string()}).code, 0);
+  auto outcome = run({"list"});
+  EXPECT_EQ(outcome.code, 0);
+  EXPECT_TRUE(contains(outcome.out, "a.png")) << outcome.out;
+  outcome = run({"--json", "info", "a.png", "--singular-values"});
+  EXPECT_EQ(outcome.code, 0);
+  EXPECT_TRUE(contains(outcome.out, "\"rank_kept\": 8")) << outcome.out;
+  EXPECT_EQ(run({"delete", "a.png"}).code, 0);
+  outcome = run({"delete", "a.png"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_EQ(outcome.err, "error: NOT_FOUND: no image 'a.png'\n");
+}
+
+TEST_F(Commands, HealthAndServerInfo) {
+  auto outcome = run({"health"});
+  EXPECT_EQ(outcome.code, 0);
+  EXPECT_EQ(outcome.out, "SERVING\n");
+  server_.server().GetHealthCheckService()->SetServingStatus(false);
+  outcome = run({"health"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_EQ(outcome.out, "NOT_SERVING\n");
+
+  outcome = run({"server-info"});
+  EXPECT_EQ(outcome.code, 0);
+  EXPECT_TRUE(contains(outcome.out, "fake")) << outcome.out;
+  outcome = run({"stats"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(outcome.err.starts_with("error: UNIMPLEMENTED")) << outcome.err;
+}
+
+TEST_F(Commands, BenchCountsRequestsAndCleansUp) {
+  const auto json_file = root_ / "bench.json";
+  const auto outcome = run({"bench", "--image", (root_ / "in" / "a.png").string(), "--rank", "2", "--count", "40",
+                            "--concurrency", "4", "--warmup", "4", "--json", json_file.string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "requests   40 (40 ok, 0 failed)")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "latency ms p50")) << outcome.out;
+  const std::string json = read_file_bytes(json_file);
+  EXPECT_TRUE(contains(json, "\"requests\": 40")) << json;
+  EXPECT_TRUE(contains(json, "\"id\": \"bench-a\"")) << json;
+  EXPECT_EQ(server_.service().image_count(), 0u);  // bench-a was deleted.
+}
+
+TEST_F(Commands, BenchCountsErrorsByCode) {
+  const auto outcome = run({"bench", "--op", "compress", "--image", (root_ / "in" / "a.png").string(), "--rank",
+                            "99", "--duration", "0.2", "--json", "-"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.out, "\"INVALID_ARGUMENT\": ")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"succeeded\": 0")) << outcome.out;
+}
+
+TEST_F(Commands, BenchDecomposeUsesOneIdPerCaller) {
+  const auto outcome = run({"bench", "--op", "decompose", "--image", (root_ / "in" / "a.png").string(), "--count",
+                            "10", "--concurrency", "2"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(server_.service().image_count(), 0u);
+}
+
+TEST_F(Commands, BenchStreamSendsItsItemsThroughOneStreamPerRequest) {
+  const auto outcome = run({"bench", "--op", "stream", "--image", (root_ / "in" / "a.png").string(), "--rank", "2",
+                            "--count", "6", "--stream-items", "4", "--concurrency", "2", "--json", "-"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "\"op\": \"stream\"")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"succeeded\": 6")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"images_per_request\": 4")) << outcome.out;
+  EXPECT_EQ(server_.service().image_count(), 0u);  // bench-a was deleted.
+}
+
+TEST_F(Commands, BenchStreamCountsAFailedItemAsAFailedRequest) {
+  // Rank 99 is above what the fake keeps: every item is answered INVALID_ARGUMENT in its response.
+  const auto outcome = run({"bench", "--op", "stream", "--image", (root_ / "in" / "a.png").string(), "--rank", "99",
+                            "--count", "3", "--stream-items", "2", "--json", "-"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.out, "\"INVALID_ARGUMENT\": 3")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"succeeded\": 0")) << outcome.out;
+}
+
+TEST_F(Commands, BenchStreamItemsNeedTheStreamOp) {
+  const auto outcome = run({"bench", "--image", (root_ / "in" / "a.png").string(), "--stream-items", "4"});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_TRUE(contains(outcome.err, "--stream-items applies to --op stream")) << outcome.err;
+}
+
+TEST_F(Commands, BenchEchoIsSizedLikeTheReconstruction) {
+  // a.png is 6x4x3: a u8 reconstruction carries 72 pixel bytes, so echo asks for about as many.
+  const auto outcome = run({"bench", "--op", "echo", "--image", (root_ / "in" / "a.png").string(), "--rank", "2",
+                            "--count", "12", "--concurrency", "3", "--json", "-"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "\"op\": \"echo\"")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"succeeded\": 12")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"connections\": 3")) << outcome.out;
+  EXPECT_EQ(server_.service().echo_calls(), 12u);
+  EXPECT_EQ(server_.service().image_count(), 0u);  // bench-a, made to size the echo, was deleted.
+}
+
+TEST_F(Commands, BenchSweepRunsOpAndEchoAtEachConcurrency) {
+  const auto json_file = root_ / "sweep.json";
+  const auto outcome = run({"bench", "--image", (root_ / "in" / "a.png").string(), "--rank", "2", "--sweep", "1,2,4",
+                            "--count", "8", "--connections", "2", "--json", json_file.string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "bench reconstruct (op) vs echo")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "min(C, 2) connections; 8 requests per run")) << outcome.out;
+  for (const char* level : {"\n    1 ", "\n    2 ", "\n    4 "}) {
+    EXPECT_TRUE(contains(outcome.out, level)) << level << "\n" << outcome.out;
+  }
+  EXPECT_EQ(server_.service().echo_calls(), 3u * 8u);
+  const std::string json = read_file_bytes(json_file);
+  EXPECT_TRUE(contains(json, "\"rows\": [")) << json;
+  EXPECT_TRUE(contains(json, "\"concurrency\": 4")) << json;
+  EXPECT_TRUE(contains(json, "\"op_to_echo_ratio\": ")) << json;
+  EXPECT_FALSE(contains(json, "\"succeeded\": 0")) << json;
+  EXPECT_EQ(server_.service().image_count(), 0u);
+}
+
+TEST_F(Commands, BenchSweepStopsWhenTheRealCallFails) {
+  // Rank 99 is above what the fake keeps: the call that sizes the echo fails, nothing is measured.
+  const auto outcome = run({"bench", "--image", (root_ / "in" / "a.png").string(), "--rank", "99", "--sweep", "1",
+                            "--count", "4"});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(outcome.err.starts_with("error: INVALID_ARGUMENT")) << outcome.err;
+  EXPECT_EQ(server_.service().echo_calls(), 0u);
+  EXPECT_EQ(server_.service().image_count(), 0u);
+}
+
+}  // namespace
+}  // namespace svdserve::cli
