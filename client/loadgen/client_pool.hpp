@@ -1,5 +1,5 @@
 #pragma once
-// Several clients to one server, each on its own connection, shared round-robin by bench's
+// Several clients to one server, each on its own connection, shared round-robin by the load's
 // callers. gRPC carries all calls of a channel over one HTTP/2 connection (one TCP stream, one
 // transport lock), and channels with equal arguments share it; at high concurrency with large
 // messages that one connection, not the server, can be the limit.

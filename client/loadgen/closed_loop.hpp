@@ -1,5 +1,5 @@
 #pragma once
-// Closed-loop load for bench: C callers, each sending its next request when the previous one is
+// Closed-loop load: C callers, each sending its next request when the previous one is
 // answered, until a count or a time; then the callers' logs folded into a BenchReport.
 
 #include <atomic>

@@ -1,6 +1,6 @@
 #pragma once
-// Pieces several commands share: the rank options, the images named on the command line, and
-// decomposing many images with a few calls in flight.
+// Pieces several commands share: the common options, the images named on the command line, how
+// a one-answer command starts, and decomposing many images with a few calls in flight.
 
 #include <cstdint>
 #include <filesystem>

@@ -90,7 +90,11 @@ TEST_F(WorkloadTest, DecomposeCallersKeepToTheirOwnIds) {
   }
   const Workload workload = decompose_workload(requests);
   EXPECT_EQ(workload.request_wire, requests.front().SerializeAsString());
-  const BenchReport report = measure(workload, pool_, 2, twelve_requests_, {});
+  ASSERT_TRUE(workload.call(client_, 0).ok());
+  ASSERT_TRUE(workload.call(client_, 3).ok());  // Callers beyond the ids wrap around: load-1.
+  EXPECT_TRUE(client_.get_image("load-0").ok());
+  EXPECT_TRUE(client_.get_image("load-1").ok());
+  const BenchReport report = measure(workload, pool_, 4, twelve_requests_, {});
   EXPECT_EQ(report.succeeded, 12u);
   EXPECT_EQ(server_.service().image_count(), 3u);  // cat, load-0 and load-1, however many calls.
 }
