@@ -12,7 +12,7 @@
 # stream: ReconstructStream of E2E_STREAM_ITEMS (16) per request, what `svdserve-cli run` sends;
 # keep C x N within the server's queue, 256 by default, or items fail with RESOURCE_EXHAUSTED).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 
 build="${1:-build}"
 out="${2:-e2e-bench-out}"
