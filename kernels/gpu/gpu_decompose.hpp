@@ -1,6 +1,6 @@
 #pragma once
 // One decompose batch on one leased stream: decoded samples up to the device, converted to the
-// solver's matrices there, cuSOLVER (gpu_svd.hpp), then each image's factors into its own pool
+// solver's matrices there, cuSOLVER (svd/solver.hpp), then each image's factors into its own pool
 // allocation in the layout of gpu_factors.hpp. Synchronous: the singular values come back to the
 // host (they go into every response).
 
