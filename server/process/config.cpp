@@ -46,7 +46,7 @@ v1::ServerConfig read_config_file(const std::string& path) {
 void apply_defaults(v1::ServerConfig& c) {
   const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
   if (c.listen_address().empty()) c.set_listen_address("0.0.0.0:50051");
-  if (c.loader_threads() == 0) c.set_loader_threads(2);
+  if (c.loader_threads() == 0) c.set_loader_threads(cores);  // decoding is CPU-bound per image
   if (c.worker_threads() == 0) c.set_worker_threads(cores);
   if (c.cpu_compute_threads() == 0) c.set_cpu_compute_threads(cores);
   if (c.queue_capacity() == 0) c.set_queue_capacity(256);

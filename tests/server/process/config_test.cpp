@@ -89,7 +89,7 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.listen_address(), "127.0.0.1:9999");
   EXPECT_EQ(config.memory_budget_bytes(), 12345u);
 
-  EXPECT_EQ(config.loader_threads(), 2u);
+  EXPECT_EQ(config.loader_threads(), std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(config.worker_threads(), std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(config.cpu_compute_threads(), std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(config.queue_capacity(), 256u);
