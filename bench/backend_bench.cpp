@@ -88,7 +88,7 @@ class DecomposeWithoutOperands {
     std::vector<const DecodedImage*> pointers;
     for (const DecodedImage& image : decoded) pointers.push_back(&image);
     (void)gpu::decompose_batch(context_, pointers, rank, gpu::SvdMethod::gesvda_batched, pool_,
-                               false);
+                               false, gpu::JpegDecoding{});
   }
 
  private:

@@ -15,6 +15,7 @@
 
 #include "kernels/factors.hpp"
 #include "kernels/image.hpp"
+#include "kernels/jpeg_header.hpp"
 
 namespace svdserve {
 
@@ -66,6 +67,10 @@ class Backend {
   [[nodiscard]] virtual std::string device_description() const = 0;  // for GetServerInfo
   // Factor-store budget when the config gives none.
   [[nodiscard]] virtual std::size_t default_memory_budget_bytes() const { return std::size_t{1} << 30; }
+
+  // Whether decompose() takes this JPEG undecoded (DecodedImage::jpeg) and decodes it itself,
+  // as the GPU backend does with nvJPEG. Called from the loader threads for each JPEG.
+  [[nodiscard]] virtual bool decodes_jpeg(const JpegHeader& /*header*/) const { return false; }
 
   // Truncated SVD of each image (all of one shape), keeping min(max_rank, full rank) triplets.
   // Throws svdserve::Error: InvalidArgument for non-finite samples, ResourceExhausted when the

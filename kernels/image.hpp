@@ -54,6 +54,11 @@ struct DecodedImage {
   ImageShape shape;
   SampleType type = SampleType::u8;
   std::vector<std::byte> samples;  // shape.values() * bytes_per_sample(type)
+  // Instead of samples, for a backend that decodes JPEG itself (Backend::decodes_jpeg): the
+  // file's bytes, with shape from its header and u8 samples once decoded.
+  std::vector<std::byte> jpeg;
+
+  [[nodiscard]] bool is_jpeg() const noexcept { return !jpeg.empty(); }
 };
 
 // Host conversions (image_convert.cpp): the CPU backend's way in, and a way for callers that hold

@@ -17,6 +17,7 @@
 #include "kernels/gpu/common/device_memory_pool.hpp"
 #include "kernels/gpu/gpu_decompose.hpp"
 #include "kernels/gpu/gpu_reconstruct.hpp"
+#include "kernels/gpu/jpeg/jpeg_decoder.hpp"
 #include "kernels/gpu/reconstruct/policy.hpp"
 #include "kernels/gpu/common/stream_pool.hpp"
 #include "kernels/trace.hpp"
@@ -55,11 +56,25 @@ class GpuBackend final : public Backend {
                         : static_cast<std::size_t>(options.memory_fraction * free_bytes);
     pool_ = std::make_unique<DeviceMemoryPool>(
         options.device, static_cast<std::size_t>(kPoolHeadroom * budget_bytes_));
+    std::string no_jpeg_reason;
+    jpeg_decoder_ = JpegDecoder::create(no_jpeg_reason);
+    if (jpeg_decoder_) {
+      for (std::size_t i = 0; i < streams_.size(); ++i) {
+        jpeg_states_.push_back(jpeg_decoder_->make_stream_state());
+      }
+    }
     description_ = std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
                    std::to_string(properties.minor) + ", " +
                    std::to_string(properties.multiProcessorCount) + " SMs, " +
                    std::to_string(total_bytes >> 30) + " GiB, " + std::to_string(streams_.size()) +
-                   " streams)";
+                   " streams; JPEG: " +
+                   (jpeg_decoder_ ? jpeg_decoder_->description()
+                                  : "decoded on the CPU (" + no_jpeg_reason + ")") +
+                   ")";
+  }
+
+  [[nodiscard]] bool decodes_jpeg(const JpegHeader& header) const override {
+    return jpeg_decoder_ != nullptr && JpegDecoder::takes(header);
   }
 
   [[nodiscard]] std::string name() const override { return "gpu"; }
@@ -75,8 +90,10 @@ class GpuBackend final : public Backend {
     if (max_rank == 0) throw InvalidArgument("max_rank must be at least 1");
     const uint32_t rank = std::min(max_rank, images.front()->shape.full_rank());
     auto context = streams_.acquire();
+    const JpegDecoding jpeg{jpeg_decoder_.get(),
+                            jpeg_decoder_ ? jpeg_states_[context->index].get() : nullptr};
     DecomposeOutcome outcome = decompose_batch(*context, images, rank, options_.svd_method, *pool_,
-                                                 wgmma_operands_);
+                                               wgmma_operands_, jpeg);
     const SvdReport& report = outcome.report;
     svd_matrices_ += static_cast<uint64_t>(report.checked);
     svd_matrices_redone_ += static_cast<uint64_t>(report.recomputed);
@@ -165,6 +182,9 @@ class GpuBackend final : public Backend {
   mutable std::mutex identity_mutex_;
   double identity_range_[2] = {1e300, 0.0};  // guarded by identity_mutex_
   std::unique_ptr<DeviceMemoryPool> pool_;
+  // nvJPEG, when the library loads: one decoding state per stream, indexed like the streams.
+  std::unique_ptr<JpegDecoder> jpeg_decoder_;
+  std::vector<std::unique_ptr<JpegStreamState>> jpeg_states_;
   std::string description_;
   // Threads that copy reconstructions out of pinned staging (see copy_out).
   WorkerPool copy_workers_{kCopyOutThreads};

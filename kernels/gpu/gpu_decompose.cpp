@@ -24,6 +24,7 @@ const ImageShape& common_shape(std::span<const DecodedImage* const> images) {
   const ImageShape& shape = images.front()->shape;
   for (const DecodedImage* image : images) {
     if (!(image->shape == shape)) throw InternalError("a GPU batch mixed image shapes");
+    if (image->is_jpeg()) continue;  // decoded on the device, to its header's shape
     if (image->samples.size() != shape.values() * bytes_per_sample(image->type)) {
       throw InternalError("a decoded image's sample count does not match its shape");
     }
@@ -31,11 +32,17 @@ const ImageShape& common_shape(std::span<const DecodedImage* const> images) {
   return shape;
 }
 
-// Copies every image's samples into pinned staging and on to the device, and converts them there
+// Bytes an image occupies in the device input buffer: its samples, as decoded.
+[[nodiscard]] std::size_t device_sample_bytes(const DecodedImage& image) noexcept {
+  return image.is_jpeg() ? image.shape.values() : image.samples.size();
+}
+
+// Puts every image's samples into the device input buffer: host samples through pinned staging
+// (one copy per contiguous run), JPEGs by decoding them there with nvJPEG. Then converts them
 // into the solver's matrices (transposed when `transpose`). Fills `norms_squared` (host) with
 // each matrix's ||A||_F^2 and rejects non-finite samples. Synchronises the stream once.
 void upload_matrices(StreamContext& context, std::span<const DecodedImage* const> images,
-                     bool transpose, std::vector<double>& norms_squared) {
+                     bool transpose, const JpegDecoding& jpeg, std::vector<double>& norms_squared) {
   trace::ScopedRange stage("h2d_convert");
   const ImageShape& shape = images.front()->shape;
   const StreamView stream = context.stream.view();
@@ -46,13 +53,15 @@ void upload_matrices(StreamContext& context, std::span<const DecodedImage* const
     std::size_t first, last, offset;
   };
   std::vector<Run> runs;
+  std::vector<std::size_t> offsets(images.size());
   std::size_t input_bytes = 0;
   for (std::size_t first = 0; first < images.size();) {
     std::size_t last = first;
     input_bytes = (input_bytes + kRunAlignment - 1) / kRunAlignment * kRunAlignment;
     const std::size_t offset = input_bytes;
     while (last < images.size() && images[last]->type == images[first]->type) {
-      input_bytes += images[last++]->samples.size();
+      offsets[last] = input_bytes;
+      input_bytes += device_sample_bytes(*images[last++]);
     }
     runs.push_back({first, last, offset});
     first = last;
@@ -60,14 +69,37 @@ void upload_matrices(StreamContext& context, std::span<const DecodedImage* const
   context.staging_in.grow_to(input_bytes);
   context.input.grow_to(input_bytes);
   std::byte* staged = context.staging_in.as<std::byte>();
-  for (const Run& run : runs) {
-    std::size_t at = run.offset;
-    for (std::size_t i = run.first; i < run.last; at += images[i]->samples.size(), ++i) {
-      std::memcpy(staged + at, images[i]->samples.data(), images[i]->samples.size());
+  std::byte* device_input = context.input.as<std::byte>();
+  std::vector<JpegToDecode> jpegs;
+  // Host samples: staged, then copied in spans of consecutive host images.
+  std::size_t span_begin = 0, span_end = 0;
+  const auto copy_span = [&] {
+    if (span_end > span_begin) {
+      SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(device_input + span_begin, staged + span_begin,
+                                          span_end - span_begin, cudaMemcpyHostToDevice,
+                                          stream.value()));
     }
+  };
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    const DecodedImage& image = *images[i];
+    if (image.is_jpeg()) {
+      jpegs.push_back({image.jpeg, device_input + offsets[i]});
+      continue;
+    }
+    std::memcpy(staged + offsets[i], image.samples.data(), image.samples.size());
+    if (offsets[i] != span_end) {
+      copy_span();
+      span_begin = offsets[i];
+    }
+    span_end = offsets[i] + image.samples.size();
   }
-  SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(context.input.data(), staged, input_bytes,
-                                      cudaMemcpyHostToDevice, stream.value()));
+  copy_span();
+  if (!jpegs.empty()) {
+    if (jpeg.decoder == nullptr || jpeg.state == nullptr) {
+      throw InternalError("a JPEG reached a GPU backend that has no JPEG decoder");
+    }
+    jpeg.decoder->decode(*jpeg.state, jpegs, shape.width, shape.channels, stream.value());
+  }
 
   const std::size_t matrices = images.size() * shape.channels;
   const std::size_t norms_bytes = matrices * sizeof(double);
@@ -75,7 +107,7 @@ void upload_matrices(StreamContext& context, std::span<const DecodedImage* const
   context.norms.grow_to(norms_bytes);
   SVDSERVE_CUDA_CHECK(cudaMemsetAsync(context.norms.data(), 0, norms_bytes, stream.value()));
   for (const Run& run : runs) {
-    launch_convert_samples(context.input.as<std::byte>() + run.offset, images[run.first]->type,
+    launch_convert_samples(device_input + run.offset, images[run.first]->type,
                            shape, static_cast<int>(run.last - run.first), transpose,
                            context.matrices.as<float>() + run.first * shape.values(),
                            context.norms.as<double>() + run.first * shape.channels, stream);
@@ -100,7 +132,7 @@ void upload_matrices(StreamContext& context, std::span<const DecodedImage* const
 DecomposeOutcome decompose_batch(StreamContext& context,
                                  std::span<const DecodedImage* const> images, uint32_t rank,
                                  SvdMethod method, DeviceMemoryPool& pool,
-                                 bool with_wgmma_operands) {
+                                 bool with_wgmma_operands, const JpegDecoding& jpeg) {
   const ImageShape shape = common_shape(images);
   // Before the solver runs: the operands' layout must suit the kernel (it throws if not).
   if (with_wgmma_operands) check_wgmma_operand_layout(WgmmaOperandLayout{shape, rank});
@@ -111,7 +143,7 @@ DecomposeOutcome decompose_batch(StreamContext& context,
   const int m = static_cast<int>(wide ? shape.width : shape.height);
   const int n = static_cast<int>(wide ? shape.height : shape.width);
   std::vector<double> norms_squared;
-  upload_matrices(context, images, /*transpose=*/!wide, norms_squared);
+  upload_matrices(context, images, /*transpose=*/!wide, jpeg, norms_squared);
 
   const std::size_t matrices = images.size() * shape.channels;
   context.u.grow_to(matrices * m * rank * sizeof(float));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <vector>
 
 #include "kernels/errors.hpp"
@@ -92,6 +93,36 @@ DecodedImage decode_raw(const RawPixels& raw, const ImageLimits& limits) {
   return from_mat(wrapped);
 }
 
+// The JPEG's size from its header, checked before any decoding; the JPEG itself when the backend
+// decodes it (nullopt: decode on the host).
+std::optional<DecodedImage> pass_jpeg_through(std::span<const std::byte> encoded,
+                                              const ImageLimits& limits,
+                                              const DeviceJpegFilter& device_decodes) {
+  const std::optional<JpegHeader> header = read_jpeg_header(encoded);
+  if (!header) return std::nullopt;
+  // Channels are checked after decoding: OpenCV turns CMYK into BGR.
+  check_dimensions(header->width, header->height, 1, limits);
+  if (!device_decodes || !device_decodes(*header)) return std::nullopt;
+  if (encoded.size() > limits.max_bytes) {
+    throw InvalidArgument("image is " + std::to_string(encoded.size()) +
+                          " bytes, over the server's max_image_bytes of " +
+                          std::to_string(limits.max_bytes));
+  }
+  DecodedImage image;
+  image.shape = {header->width, header->height, header->components};
+  image.type = SampleType::u8;
+  image.jpeg.assign(encoded.begin(), encoded.end());
+  return image;
+}
+
+DecodedImage decode_encoded_bytes(std::span<const std::byte> encoded, const ImageLimits& limits,
+                                  const DeviceJpegFilter& device_decodes) {
+  if (std::optional<DecodedImage> jpeg = pass_jpeg_through(encoded, limits, device_decodes)) {
+    return std::move(*jpeg);
+  }
+  return decode_encoded(encoded, limits);
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw InvalidArgument("cannot read '" + path + "'");
@@ -107,6 +138,10 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
     throw InvalidArgument("image is " + std::to_string(encoded.size()) +
                           " bytes, over the server's max_image_bytes of " +
                           std::to_string(limits.max_bytes));
+  }
+  // A small JPEG can declare a huge image: refuse it at the header, before decoding.
+  if (const std::optional<JpegHeader> header = read_jpeg_header(encoded)) {
+    check_dimensions(header->width, header->height, 1, limits);
   }
   const cv::Mat buffer(1, static_cast<int>(encoded.size()), CV_8U,
                        const_cast<std::byte*>(encoded.data()));
@@ -126,22 +161,25 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
   return from_mat(decoded);
 }
 
-DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits) {
+DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits,
+                          const DeviceJpegFilter& device_decodes) {
   struct Decode {
     const ImageLimits& limits;
+    const DeviceJpegFilter& device_decodes;
     DecodedImage operator()(std::monostate) const {
       throw InvalidArgument("request has no image: set image.encoded or image.raw");
     }
     DecodedImage operator()(const EncodedImage& encoded) const {
-      return decode_encoded(encoded.bytes, limits);
+      return decode_encoded_bytes(encoded.bytes, limits, device_decodes);
     }
     DecodedImage operator()(const RawPixels& raw) const { return decode_raw(raw, limits); }
     DecodedImage operator()(const ImageFile& file) const {
       const std::string bytes = read_file(file.path);
-      return decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), limits);
+      return decode_encoded_bytes(std::as_bytes(std::span(bytes.data(), bytes.size())), limits,
+                                  device_decodes);
     }
   };
-  return std::visit(Decode{limits}, source);
+  return std::visit(Decode{limits, device_decodes}, source);
 }
 
 std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape) {

@@ -108,6 +108,9 @@ void Pipeline::submit(JobPtr job) {
 
 void Pipeline::loader_loop() {
   trace::name_current_thread("svd-loader");
+  const DeviceJpegFilter device_decodes = [this](const JpegHeader& header) {
+    return backend_.decodes_jpeg(header);
+  };
   while (std::optional<JobPtr> next = decode_queue_.pop()) {
     JobPtr job = std::move(*next);
     try {
@@ -115,7 +118,7 @@ void Pipeline::loader_loop() {
       job->times.queue_us += micros_since(job->stage_entered);
       check_alive(*job);
       const Clock::time_point decode_start = Clock::now();
-      job->image = decode_image(job->source, options_.image_limits);
+      job->image = decode_image(job->source, options_.image_limits, device_decodes);
       job->times.decode_us = micros_since(decode_start);
       job->stage_entered = Clock::now();
     } catch (...) {
@@ -152,10 +155,24 @@ void Pipeline::run_batch(std::shared_ptr<Batch> batch) {
   for (Job* job : live) job->times.batch_size = static_cast<uint32_t>(live.size());
 
   try {
-    switch (live.front()->kind) {
-      case JobKind::decompose: run_decompose(live); break;
-      case JobKind::reconstruct: reconstruct_into_pixels(batch, live); break;
-      case JobKind::compress: run_compress(batch, live); break;
+    run_jobs(batch, live);
+  } catch (const InvalidArgument& e) {
+    // One bad image (a damaged JPEG, a non-finite sample) fails the batch's decomposition as a
+    // whole: run the batch's other requests one by one, so that only its own request fails.
+    if (live.size() == 1) {
+      complete(*live.front(), std::current_exception());
+      return;
+    }
+    log().warn("batch rejected kind={} size={} error=\"{}\"; retrying its jobs singly",
+               job_kind_name(live.front()->kind), live.size(), e.what());
+    for (Job* job : live) {
+      if (job->answered) continue;
+      std::vector<Job*> alone{job};
+      try {
+        run_jobs(batch, alone);
+      } catch (...) {
+        complete(*job, std::current_exception());
+      }
     }
   } catch (...) {
     // The whole batch failed (e.g. a solver error): fail each of its own requests that is not
@@ -166,6 +183,14 @@ void Pipeline::run_batch(std::shared_ptr<Batch> batch) {
     for (Job* job : live) {
       if (!job->answered) complete(*job, error);
     }
+  }
+}
+
+void Pipeline::run_jobs(const std::shared_ptr<Batch>& batch, std::vector<Job*>& jobs) {
+  switch (jobs.front()->kind) {
+    case JobKind::decompose: run_decompose(jobs); break;
+    case JobKind::reconstruct: reconstruct_into_pixels(batch, jobs); break;
+    case JobKind::compress: run_compress(batch, jobs); break;
   }
 }
 

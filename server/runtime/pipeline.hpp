@@ -67,6 +67,9 @@ class Pipeline {
   void loader_loop();
   void worker_loop();
   void run_batch(std::shared_ptr<Batch> batch);
+  // One batch's jobs (all of one kind) through the backend. Throws when the batch fails as a
+  // whole; jobs it answers are marked answered.
+  void run_jobs(const std::shared_ptr<Batch>& batch, std::vector<Job*>& jobs);
   void run_decompose(std::vector<Job*>& jobs);
   void run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job*>& jobs);
   // Starts reconstructing each job at its rank from job->factors and returns; the backend's

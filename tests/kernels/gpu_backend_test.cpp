@@ -313,12 +313,12 @@ TEST_F(GpuBackendBehaviourTest, DecodedSamplesOfEveryTypeConvertOnTheDevice) {
                            static_cast<uint32_t>(picture.channels())};
     SCOPED_TRACE(std::to_string(shape.width) + "x" + std::to_string(shape.height));
     const cv::Mat continuous = picture.clone();
-    DecodedImage u8{shape, SampleType::u8, {}};
+    DecodedImage u8{shape, SampleType::u8, {}, {}};
     u8.samples.resize(shape.values());
     std::memcpy(u8.samples.data(), continuous.data, shape.values());
     cv::Mat wide_values;
     continuous.convertTo(wide_values, CV_16U, 257.0);  // v * 257 * 255/65535 == v
-    DecodedImage u16{shape, SampleType::u16, {}};
+    DecodedImage u16{shape, SampleType::u16, {}, {}};
     u16.samples.resize(shape.values() * 2);
     std::memcpy(u16.samples.data(), wide_values.data, u16.samples.size());
     DecodedImage f32 = to_decoded(to_planes(u8));
@@ -360,8 +360,8 @@ TEST_F(GpuBackendBehaviourTest, OneBatchMixesSampleTypesOfOddSizes) {
   ImageF32 whole = random_image(shape, run_seed());
   for (float& v : whole.planes) v = std::round(v);  // whole numbers: exact in every type
   DecodedImage f32 = to_decoded(whole);
-  DecodedImage u8{shape, SampleType::u8, std::vector<std::byte>(shape.values())};
-  DecodedImage u16{shape, SampleType::u16, std::vector<std::byte>(shape.values() * 2)};
+  DecodedImage u8{shape, SampleType::u8, std::vector<std::byte>(shape.values()), {}};
+  DecodedImage u16{shape, SampleType::u16, std::vector<std::byte>(shape.values() * 2), {}};
   const auto* values = reinterpret_cast<const float*>(f32.samples.data());
   for (std::size_t i = 0; i < shape.values(); ++i) {
     u8.samples[i] = static_cast<std::byte>(values[i]);

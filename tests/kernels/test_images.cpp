@@ -4,6 +4,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -60,6 +62,13 @@ cv::Mat read_test_image(const std::string& file_name, int imread_flags) {
   cv::Mat mat = cv::imread(path, imread_flags);
   if (mat.empty()) throw std::runtime_error("cannot read test image " + path);
   return mat;
+}
+
+std::vector<uint8_t> read_test_file(const std::string& file_name) {
+  const std::string path = std::string(svdserve::test::test_images_dir()) + "/" + file_name;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error("cannot read test file " + path);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
 ImageF32 image_from_mat(const cv::Mat& mat) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/image.hpp"
 
@@ -20,6 +21,9 @@ namespace svdserve::test {
 
 // Reads a file of SVDSERVE_TEST_IMAGES with cv::imread (flags as there); throws when missing.
 [[nodiscard]] cv::Mat read_test_image(const std::string& file_name, int imread_flags);
+
+// The bytes of a file of SVDSERVE_TEST_IMAGES, as stored; throws when missing.
+[[nodiscard]] std::vector<uint8_t> read_test_file(const std::string& file_name);
 
 // 8-bit values as they are, 16-bit scaled by 255/65535; any channel count, planar out.
 [[nodiscard]] ImageF32 image_from_mat(const cv::Mat& mat);

@@ -174,6 +174,13 @@ class FakeBackend final : public Backend {
     decompose_calls_ += 1;
     decompose_images_ += images.size();
     if (fail_decompose_) throw InternalError("solver failed on purpose");
+    for (const DecodedImage* image : images) {
+      // Like a GPU batch with one damaged JPEG: the whole call fails.
+      if (image->type == SampleType::u16 && reject_u16_) {
+        throw InvalidArgument("a u16 image in the batch, refused on purpose");
+      }
+      if (image->is_jpeg()) jpeg_images_ += 1;
+    }
     std::vector<std::shared_ptr<const Factors>> factors;
     for (const DecodedImage* image : images) {
       const uint32_t rank = std::min(max_rank, image->shape.full_rank());
@@ -192,6 +199,11 @@ class FakeBackend final : public Backend {
     for (const ReconstructItem& item : items) {
       std::fill(item.output.begin(), item.output.end(), static_cast<std::byte>(item.rank));
     }
+  }
+
+  // Takes every JPEG undecoded, as the GPU backend takes those nvJPEG decodes.
+  [[nodiscard]] bool decodes_jpeg(const JpegHeader& /*header*/) const override {
+    return takes_jpeg_;
   }
 
   void start_profiling() override { throw FailedPrecondition("fake backend"); }
@@ -217,6 +229,9 @@ class FakeBackend final : public Backend {
 
   void set_fail_decompose(bool fail) { fail_decompose_ = fail; }
   void set_fail_reconstruct(bool fail) { fail_reconstruct_ = fail; }
+  void set_reject_u16(bool reject) { reject_u16_ = reject; }
+  void set_takes_jpeg(bool takes) { takes_jpeg_ = takes; }
+  [[nodiscard]] std::size_t jpeg_images() const { return jpeg_images_; }
   [[nodiscard]] int decompose_calls() const { return decompose_calls_; }
   [[nodiscard]] std::size_t decompose_images() const { return decompose_images_; }
   [[nodiscard]] int reconstruct_calls() const { return reconstruct_calls_; }
@@ -236,6 +251,9 @@ class FakeBackend final : public Backend {
   int entered_ = 0;        // guarded by mutex_
   std::atomic<bool> fail_decompose_{false};
   std::atomic<bool> fail_reconstruct_{false};
+  std::atomic<bool> reject_u16_{false};
+  std::atomic<bool> takes_jpeg_{false};
+  std::atomic<std::size_t> jpeg_images_{0};
   std::atomic<int> decompose_calls_{0};
   std::atomic<std::size_t> decompose_images_{0};
   std::atomic<int> reconstruct_calls_{0};
@@ -845,6 +863,61 @@ TEST_F(FakePipeline, FailedBatchFailsItsJobsAndServingGoesOn) {
   EXPECT_EQ(completions_.get("c").code, Code::ok);
   EXPECT_EQ(completions_.get("c").batch_size, 2u);
   EXPECT_TRUE(store_.info("c"));
+}
+
+TEST_F(FakePipeline, ABatchRejectedForOneImageFailsOnlyThatImagesRequest) {
+  PipelineOptions options = small_options();
+  options.batcher = {.max_batch_size = 4, .max_queue_delay = kForever};  // one batch of four
+  Pipeline pipeline(options, backend_, store_, metrics_);
+  backend_.set_reject_u16(true);
+  const std::string wide_samples(kSmall.values() * 2, '\x10');
+  for (int i = 0; i < 4; ++i) {
+    const std::string id = "image" + std::to_string(i);
+    ImageSource source = small_input(static_cast<unsigned>(i));
+    if (i == 2) {
+      source = RawPixels{kSmall.width, kSmall.height, kSmall.channels, SampleType::u16,
+                         as_span(wide_samples)};
+    }
+    submit(pipeline, decompose_job(std::move(source), id, 4), id);
+  }
+  ASSERT_TRUE(completions_.wait_for(4));
+  for (int i = 0; i < 4; ++i) {
+    const std::string id = "image" + std::to_string(i);
+    const Outcome outcome = completions_.get(id);
+    EXPECT_EQ(outcome.calls, 1) << id;
+    if (i == 2) {
+      EXPECT_EQ(outcome.code, Code::invalid_argument) << outcome.message;
+      EXPECT_FALSE(store_.info(id));
+    } else {
+      EXPECT_EQ(outcome.code, Code::ok) << id << ": " << outcome.message;
+      EXPECT_TRUE(store_.info(id)) << id;
+    }
+  }
+  // The batch of four, then each of its images alone.
+  EXPECT_EQ(backend_.decompose_calls(), 5);
+}
+
+TEST_F(FakePipeline, JpegsTheBackendDecodesReachItUndecodedWithTheirHeadersShape) {
+  backend_.set_takes_jpeg(true);
+  {
+    Pipeline pipeline(small_options(), backend_, store_, metrics_);
+    inputs_.push_back(read_bytes(kImages / "baboon.jpg"));
+    submit(pipeline, decompose_job(encoded(inputs_.back()), "jpeg", 4), "jpeg");
+    submit(pipeline, decompose_file_job(kImages / "baboon.jpg", "jpeg-file", 4), "jpeg-file");
+    submit(pipeline, decompose_file_job(kImages / "pic1.png", "png", 4), "png");
+    ASSERT_TRUE(completions_.wait_for(3));
+  }
+  EXPECT_EQ(backend_.jpeg_images(), 2U) << "the PNG is decoded on the host";
+  const cv::Mat reference =
+      cv::imread((kImages / "baboon.jpg").string(), cv::IMREAD_UNCHANGED);
+  for (const char* id : {"jpeg", "jpeg-file"}) {
+    ASSERT_EQ(completions_.get(id).code, Code::ok) << completions_.get(id).message;
+    const auto info = store_.info(id);
+    ASSERT_TRUE(info);
+    EXPECT_EQ(info->shape, (ImageShape{static_cast<uint32_t>(reference.cols),
+                                       static_cast<uint32_t>(reference.rows),
+                                       static_cast<uint32_t>(reference.channels())}));
+  }
 }
 
 TEST_F(FakePipeline, DecodeErrorsFailOnlyTheirJob) {

@@ -1,0 +1,35 @@
+#pragma once
+// What a JPEG's markers say before any entropy-coded data is read: its size, components and
+// coding. The loader reads it to route a JPEG (the GPU backend decodes the ones nvJPEG takes, on
+// the device; OpenCV everything else) and to refuse an oversized image before decoding it.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+namespace svdserve {
+
+enum class JpegCoding : uint8_t {
+  baseline,     // SOF0
+  extended,     // SOF1: sequential Huffman, 8 or 12 bits
+  progressive,  // SOF2
+  other,        // lossless, arithmetic, hierarchical
+};
+
+struct JpegHeader {
+  uint32_t width = 0;
+  uint32_t height = 0;
+  uint32_t components = 0;  // 1 grey, 3 YCbCr (or RGB), 4 CMYK/YCCK
+  uint32_t precision = 0;   // bits per sample
+  JpegCoding coding = JpegCoding::other;
+  // The stream ends in an EOI marker (trailing zero padding allowed): a truncated upload does not.
+  bool complete = false;
+};
+
+// The header of a JPEG stream (SOI, then markers up to the first SOF), or nullopt when the bytes
+// are not a JPEG or its markers are malformed or truncated before the frame header. Reads only
+// the marker segments; never the entropy-coded data.
+[[nodiscard]] std::optional<JpegHeader> read_jpeg_header(std::span<const std::byte> bytes) noexcept;
+
+}  // namespace svdserve
