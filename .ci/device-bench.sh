@@ -3,13 +3,14 @@
 # carried (.ci/bundle.sh): the benchmarks of docs/PERFORMANCE.md, each printing its table and
 # ratio to a limit measured in the same run. Tables go to stdout and $OUT/*.txt, JSON into
 # $OUT/bench-json.tar (the device tool returns at most 8 files).
-#   usage: .ci/device-bench.sh [quick] [only=kernel,pipeline,svd,rsvd,e2e,e2e-stream]
+#   usage: .ci/device-bench.sh [quick] [only=kernel,pipeline,svd,rsvd,e2e,e2e-stream,ingest]
 # (e2e: unary Reconstruct against Echo; e2e-stream: the same through ReconstructStream, 4 items a
-# stream, as `svdserve-cli run` sends them; not in the default set.)
+# stream, as `svdserve-cli run` sends them; not in the default set. ingest: JPEG and PNG photos
+# decomposed and compressed over gRPC beside the randomized SVD's rate.)
 set -uo pipefail
 out="${OUT:-/tmp/svdserve-out}"
 mkdir -p "$out/json"
-quick=""; only="kernel,pipeline,svd,rsvd,e2e"
+quick=""; only="kernel,pipeline,svd,rsvd,e2e,ingest"
 for arg in "$@"; do
   case "$arg" in
     quick) quick="--quick" ;;
@@ -34,7 +35,7 @@ wants kernel && run reconstruct-bench "$root/bin/svdserve_reconstruct_bench" $qu
 wants pipeline && run pipeline-bench "$root/bin/svdserve_pipeline_bench" $quick --json "$out/json/pipeline.json"
 wants rsvd && run rsvd-bench "$root/bin/svdserve_rsvd_bench" --json "$out/json/rsvd.json"
 wants svd && run svd-bench "$root/bin/svdserve_svd_bench" $quick --images "$SVDSERVE_TEST_IMAGES" --json "$out/json/svd.json"
-if wants e2e || wants e2e-stream; then
+if wants e2e || wants e2e-stream || wants ingest; then
   # e2e_bench.sh expects a build tree; point one at the bundle's binaries.
   fake=/tmp/svdserve-e2e-build && mkdir -p "$fake/client" "$fake/server"
   ln -sf "$root/bin/svdserve-cli" "$fake/client/svdserve-cli"
@@ -44,5 +45,7 @@ if wants e2e || wants e2e-stream; then
   # stream budget wait rather than fail (server/grpc/stream_budget.hpp).
   wants e2e-stream && E2E_OP=stream E2E_STREAM_ITEMS="${E2E_STREAM_ITEMS:-4}" \
     E2E_DURATION="${E2E_DURATION:-3}" run e2e-stream-bench bash bench/e2e_bench.sh "$fake" "$out/json"
+  wants ingest && INGEST_RSVD_BENCH="$root/bin/svdserve_rsvd_bench" \
+    run ingest-bench bash bench/ingest_bench.sh "$fake" "$out/json/ingest"
 fi
 tar -C "$out" -cf "$out/bench-json.tar" json && rm -rf "$out/json"

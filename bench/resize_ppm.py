@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Bilinear resize of a binary (P6) PPM to N x N, in plain Python: the bench machines have no
-imaging libraries, and the end-to-end bench needs 256² and 1024² images next to the 512² sample.
-Usage: resize_ppm.py IN.ppm OUT.ppm N"""
+"""Bilinear resize of a binary (P6) PPM to N x N or W x H, in plain Python: the bench machines have
+no imaging libraries, and the benchmarks need 256² to 2048² images made from the small samples.
+Usage: resize_ppm.py IN.ppm OUT.ppm N|WxH"""
 import sys
 
 
@@ -24,19 +24,43 @@ def axis(n_out, n_in):
     return samples
 
 
+def resize_numpy(np, width, height, pixels, out_width, out_height):
+    """The same bilinear resize, vectorised, where numpy is installed (seconds instead of a
+    minute for 2048²)."""
+    image = np.frombuffer(pixels, np.uint8, width * height * 3).reshape(height, width, 3)
+    def weights(samples):
+        return (np.array([s[0] for s in samples]), np.array([s[1] for s in samples]),
+                np.array([s[2] for s in samples]))
+    x0, x1, tx = weights(axis(out_width, width))
+    y0, y1, ty = weights(axis(out_height, height))
+    image = image.astype(np.float64)
+    tx, ty = tx[None, :, None], ty[:, None, None]
+    top = image[y0][:, x0] * (1 - tx) + image[y0][:, x1] * tx
+    bottom = image[y1][:, x0] * (1 - tx) + image[y1][:, x1] * tx
+    return (top * (1 - ty) + bottom * ty + 0.5).astype(np.uint8).tobytes()
+
+
 def main():
-    source, target, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    source, target, size = sys.argv[1], sys.argv[2], sys.argv[3]
+    out_width, out_height = map(int, size.split('x')) if 'x' in size else (int(size), int(size))
     width, height, pixels = read_ppm(source)
-    xs, ys = axis(n, width), axis(n, height)
-    out = bytearray(n * n * 3)
+    try:
+        import numpy as np
+        out = resize_numpy(np, width, height, pixels, out_width, out_height)
+        open(target, 'wb').write(b'P6\n%d %d\n255\n' % (out_width, out_height) + out)
+        return
+    except ImportError:
+        pass
+    xs, ys = axis(out_width, width), axis(out_height, height)
+    out = bytearray(out_width * out_height * 3)
     for y, (y0, y1, ty) in enumerate(ys):
         row0, row1 = y0 * width * 3, y1 * width * 3
         for x, (x0, x1, tx) in enumerate(xs):
             for c in range(3):
                 top = pixels[row0 + x0 * 3 + c] * (1 - tx) + pixels[row0 + x1 * 3 + c] * tx
                 bottom = pixels[row1 + x0 * 3 + c] * (1 - tx) + pixels[row1 + x1 * 3 + c] * tx
-                out[(y * n + x) * 3 + c] = int(top * (1 - ty) + bottom * ty + 0.5)
-    open(target, 'wb').write(b'P6\n%d %d\n255\n' % (n, n) + bytes(out))
+                out[(y * out_width + x) * 3 + c] = int(top * (1 - ty) + bottom * ty + 0.5)
+    open(target, 'wb').write(b'P6\n%d %d\n255\n' % (out_width, out_height) + bytes(out))
 
 
 if __name__ == '__main__':
