@@ -5,9 +5,9 @@
 //   Omega Gaussian (l columns);  Q = orth(M Omega);  q times: Z = orth(M^T Q), Q = orth(M Z)
 //   B = Q^T M (l x h);  B B^T = W diag(lambda) W^T (float64, dsyevd);  left = Q W_k,
 //   right = B^T W_k with unit columns (float64), S their norms.
-// Every large product is one single-threaded cblas_sgemm; orth is Householder QR (sgeqrf +
-// sorgqr), which keeps Q orthonormal to fp32 roundoff even where the sketch is rank-deficient (a
-// flat image). The Gram route costs a tenth of sgesdd on B (1024 wide, l 96: 1.5 vs 14.5 ms) and,
+// Every large product is one single-threaded cblas_sgemm. orth is CholeskyQR (float64 Gram)
+// between iterations and Householder QR (sgeqrf + sorgqr) for the final Q, which keeps it
+// orthonormal to fp32 roundoff even where the sketch is rank-deficient (a flat image). The Gram route costs a tenth of sgesdd on B (1024 wide, l 96: 1.5 vs 14.5 ms) and,
 // in float64, loses nothing against fp32 B. A direction absent from the plane (exactly zero)
 // comes out with singular value 0 and zero vectors.
 
@@ -48,6 +48,8 @@ struct RandomizedSvdWorkspace {
   AlignedVector<double> right_vectors;        // rank x height: W_k^T B, smallest first
   AlignedVector<double> norms;                // rank
   AlignedVector<float> tau;                   // l
+  AlignedVector<double> basis_double;         // max(h, w) x l: CholeskyQR's float64 copy
+  AlignedVector<float> r_factor;              // l x l: its Cholesky factor
   AlignedVector<float> work;
   AlignedVector<double> double_work;
   std::vector<int> integer_work;
