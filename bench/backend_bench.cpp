@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   gesvd_options.svd_method = gpu::SvdMethod::gesvd;
   auto gesvda = gpu::make_gpu_backend(gesvda_options);
   auto gesvd = gpu::make_gpu_backend(gesvd_options);
-  auto cpu = make_cpu_backend(0);
+  auto cpu = make_cpu_backend({.threads = 0});
   DecomposeWithoutOperands gesvda_without_operands;
   std::printf("device: %s\ncpu: %s\n", gesvda->device_description().c_str(),
               cpu->device_description().c_str());

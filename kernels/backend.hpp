@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/svd_method.hpp"
 #include "kernels/factors.hpp"
 #include "kernels/image.hpp"
 #include "kernels/jpeg_header.hpp"
@@ -122,7 +123,11 @@ class Backend {
   virtual void stop_profiling() = 0;
 };
 
-// threads: how many images of a batch are worked on at once (0: hardware concurrency).
-[[nodiscard]] std::unique_ptr<Backend> make_cpu_backend(unsigned threads);
+struct CpuBackendOptions {
+  unsigned threads = 0;  // worker threads, one plane each at a time (0: hardware concurrency)
+  CpuSvdMethod svd_method = CpuSvdMethod::automatic;
+};
+
+[[nodiscard]] std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);
 
 }  // namespace svdserve

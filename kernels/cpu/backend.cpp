@@ -1,5 +1,5 @@
-// The CPU backend: LAPACK sgesdd per plane for decompose, cblas_sgemm per row band for
-// reconstruct, both on a small pool of worker threads with one OpenBLAS thread each.
+// The CPU backend: a truncated SVD per plane for decompose (kernels/cpu/svd.hpp), cblas_sgemm
+// per row band for reconstruct, both on a small pool of worker threads with one OpenBLAS thread each.
 
 #include <cblas.h>
 
@@ -139,8 +139,9 @@ struct BandPlan {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(unsigned workers)
-      : svd_workspaces_(workers), reconstruct_workspaces_(workers), pool_(workers) {
+  CpuBackend(unsigned workers, CpuSvdMethod svd_method)
+      : svd_method_(svd_method),
+        svd_workspaces_(workers), reconstruct_workspaces_(workers), pool_(workers) {
     // Parallelism comes from our workers (one task per plane, or per row band when
     // reconstructing), each calling single-threaded OpenBLAS: sgesdd's bidiagonalisation is
     // memory-bound BLAS2, so a second BLAS thread gains little, a second solve nearly 2x.
@@ -180,8 +181,8 @@ class CpuBackend final : public Backend {
           throw InvalidArgument("image " + std::to_string(image) + " has a NaN or infinite value" +
                                 " in channel " + std::to_string(channel));
         }
-        planes[index] =
-            truncated_svd(plane, shape.height, shape.width, rank, svd_workspaces_[worker]);
+        planes[index] = truncated_svd(plane, shape.height, shape.width, rank, svd_method_,
+                                      svd_workspaces_[worker]);
       });
 
       std::vector<std::shared_ptr<const Factors>> factors;
@@ -239,6 +240,7 @@ class CpuBackend final : public Backend {
   }
 
   std::string description_;
+  CpuSvdMethod svd_method_;
   // One workspace per worker, indexed by the worker number the pool passes to each task, so no
   // two threads share one. They keep their largest size between calls.
   std::vector<SvdWorkspace> svd_workspaces_;
@@ -248,8 +250,8 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(unsigned threads) {
-  return std::make_unique<CpuBackend>(resolve_worker_count(threads));
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(resolve_worker_count(options.threads), options.svd_method);
 }
 
 }  // namespace svdserve

@@ -1,51 +1,39 @@
 #include "kernels/cpu/svd.hpp"
 
-#include <lapacke.h>
-
 #include <algorithm>
-#include <cmath>
-#include <cstddef>
 #include <limits>
 #include <string>
-#include <type_traits>
 
+#include "kernels/cpu/lapack_support.hpp"
 #include "kernels/errors.hpp"
 
 namespace svdserve {
 namespace {
 
-static_assert(std::is_same_v<lapack_int, int>, "SvdWorkspace::integer_work assumes 32-bit LAPACK");
+// The randomized solver's cost grows with its sketch l and sgesdd's does not: past this share of
+// min(h, w) the exact solve is cheaper, and its accuracy comes free.
+// 1024^2, one core of a loaded 2-core host: a sketch of 0.31 min(h,w) costs 0.27x sgesdd, 0.56
+// costs 0.68x, the full width 2.2x; 0.5 leaves margin for noisier timings.
+constexpr double kRandomizedMaxSketchShare = 0.5;
 
-// sgesdd's integer workspace is 8 min(m, n).
-constexpr std::size_t kIntegerWorkPerRank = 8;
-
-std::string shape_text(uint32_t height, uint32_t width) {
-  return std::to_string(height) + "x" + std::to_string(width);
-}
-
-void check_sgesdd_info(lapack_int info, uint32_t height, uint32_t width) {
-  if (info == 0) return;
-  if (info > 0) {
-    throw InternalError("LAPACK sgesdd did not converge on a " + shape_text(height, width) +
-                        " plane (info " + std::to_string(info) + ")");
-  }
-  throw InternalError("LAPACK sgesdd rejected argument " + std::to_string(-info) + " for a " +
-                      shape_text(height, width) + " plane (a bug in svdserve)");
-}
-
-// LAPACK reports the optimal workspace as a float, which rounds large sizes down; step up one ulp.
-[[nodiscard]] std::size_t workspace_from_query(float optimal_size) {
-  const float rounded_up = std::nextafter(optimal_size, std::numeric_limits<float>::infinity());
-  return std::max<std::size_t>(1, static_cast<std::size_t>(rounded_up));
-}
+const RandomizedSvdOptions kRandomizedOptions{};
 
 }  // namespace
 
-PlaneSvd truncated_svd(std::span<const float> plane, uint32_t height, uint32_t width, uint32_t rank,
-                       SvdWorkspace& workspace) {
+CpuSvdEngine choose_svd_engine(CpuSvdMethod method, uint32_t height, uint32_t width,
+                               uint32_t rank) noexcept {
+  if (method == CpuSvdMethod::exact) return CpuSvdEngine::exact;
+  const uint32_t sketch = sketch_columns(height, width, rank, kRandomizedOptions);
+  const double limit = kRandomizedMaxSketchShare * std::min(height, width);
+  return sketch <= limit ? CpuSvdEngine::randomized : CpuSvdEngine::exact;
+}
+
+PlaneSvd truncated_svd(std::span<const float> plane, uint32_t height, uint32_t width,
+                       uint32_t rank, CpuSvdMethod method, SvdWorkspace& workspace) {
+  using cpu_lapack::shape_text;
   const uint32_t full_rank = std::min(height, width);
   if (full_rank > kMaxCpuSvdFullRank ||
-      std::max(height, width) > static_cast<uint32_t>(std::numeric_limits<lapack_int>::max())) {
+      std::max(height, width) > static_cast<uint32_t>(std::numeric_limits<int>::max())) {
     throw InvalidArgument("a " + shape_text(height, width) +
                           " image is too large for the CPU solver (at most " +
                           std::to_string(kMaxCpuSvdFullRank) + " on the shorter side)");
@@ -54,53 +42,10 @@ PlaneSvd truncated_svd(std::span<const float> plane, uint32_t height, uint32_t w
     throw InternalError("truncated_svd asked for rank " + std::to_string(rank) + " of a " +
                         shape_text(height, width) + " plane");
   }
-
-  // LAPACK is column-major. The row-major height x width plane A, read column-major, is A^T
-  // (width x height, leading dimension width), so we decompose A^T = V S U^T as it lies and no
-  // transposed copy is made (LAPACKE's row-major path would make two). LAPACK's left vectors are
-  // then V, whose columns are the rows of Vt, and its right vectors U^T, which read row-major is
-  // U with leading dimension min(h, w).
-  const lapack_int rows = static_cast<lapack_int>(width);
-  const lapack_int cols = static_cast<lapack_int>(height);
-  const lapack_int min_dim = static_cast<lapack_int>(full_rank);
-  const std::size_t min_dim_size = full_rank;
-
-  workspace.matrix.assign(plane.begin(), plane.end());  // sgesdd destroys its input
-  workspace.left_vectors.resize(std::size_t{width} * min_dim_size);
-  workspace.right_vectors.resize(min_dim_size * height);
-  workspace.singular_values.resize(min_dim_size);
-  workspace.integer_work.resize(kIntegerWorkPerRank * min_dim_size);
-
-  const auto solve = [&](float* work, lapack_int work_size) {
-    return LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, 'S', rows, cols, workspace.matrix.data(), rows,
-                               workspace.singular_values.data(), workspace.left_vectors.data(),
-                               rows, workspace.right_vectors.data(), min_dim, work, work_size,
-                               workspace.integer_work.data());
-  };
-  float optimal_work_size = 0.0F;
-  check_sgesdd_info(solve(&optimal_work_size, -1), height, width);
-  const std::size_t work_size = workspace_from_query(optimal_work_size);
-  if (work_size > static_cast<std::size_t>(std::numeric_limits<lapack_int>::max())) {
-    throw InvalidArgument("a " + shape_text(height, width) +
-                          " image needs more LAPACK workspace than a 32-bit size can address");
+  if (choose_svd_engine(method, height, width, rank) == CpuSvdEngine::randomized) {
+    return randomized_svd(plane, height, width, rank, kRandomizedOptions, workspace.randomized);
   }
-  workspace.work.resize(work_size);
-  check_sgesdd_info(solve(workspace.work.data(), static_cast<lapack_int>(work_size)), height,
-                    width);
-
-  PlaneSvd result;
-  result.singular_values.assign(workspace.singular_values.begin(),
-                                workspace.singular_values.begin() + rank);
-  // Vt's first rank rows are V's first rank columns, contiguous.
-  result.factors.vt.assign(workspace.left_vectors.begin(),
-                           workspace.left_vectors.begin() + std::size_t{rank} * width);
-  // U's rows have stride min(h, w) in LAPACK's buffer; keep the first rank entries of each.
-  result.factors.u.resize(std::size_t{height} * rank);
-  for (std::size_t row = 0; row < height; ++row) {
-    const float* source = workspace.right_vectors.data() + row * min_dim_size;
-    std::copy_n(source, rank, result.factors.u.data() + row * rank);
-  }
-  return result;
+  return exact_svd(plane, height, width, rank, workspace.exact);
 }
 
 }  // namespace svdserve

@@ -1,39 +1,37 @@
 #pragma once
-// Truncated SVD of one plane on the CPU with LAPACK's divide-and-conquer solver (sgesdd, OpenBLAS).
+// Truncated SVD of one plane on the CPU: the policy that picks a solver (randomized where the
+// rank kept is small against the image, LAPACK's exact sgesdd elsewhere) and the checks both share.
 
 #include <cstdint>
 #include <span>
-#include <vector>
 
-#include "kernels/cpu/aligned_vector.hpp"
-#include "kernels/cpu/factors.hpp"
+#include "kernels/cpu/exact_svd.hpp"
+#include "kernels/cpu/plane_svd.hpp"
+#include "kernels/cpu/randomized_svd.hpp"
+#include "kernels/cpu/svd_method.hpp"
 
 namespace svdserve {
 
-// Scratch one worker reuses for every plane it decomposes: it grows to the largest shape seen and
-// is never shared between threads.
-struct SvdWorkspace {
-  AlignedVector<float> matrix;           // the input copy sgesdd overwrites
-  AlignedVector<float> left_vectors;     // width x min(h, w), column-major: V
-  AlignedVector<float> right_vectors;    // min(h, w) x height, column-major: U^T
-  AlignedVector<float> singular_values;  // min(h, w)
-  AlignedVector<float> work;
-  std::vector<int> integer_work;
-};
+// The solver that runs for one plane.
+enum class CpuSvdEngine { randomized, exact };
 
-struct PlaneSvd {
-  CpuChannelFactors factors;           // U (height x rank) and Vt (rank x width), row-major
-  std::vector<float> singular_values;  // rank values, largest first
+// Scratch one worker reuses for every plane it decomposes; never shared between threads.
+struct SvdWorkspace {
+  ExactSvdWorkspace exact;
+  RandomizedSvdWorkspace randomized;
 };
 
 // Largest min(height, width) the CPU solver takes: LAPACK's 32-bit workspace size (about
 // 4 min(h,w)^2 floats) must not overflow.
 inline constexpr uint32_t kMaxCpuSvdFullRank = 16384;
 
+[[nodiscard]] CpuSvdEngine choose_svd_engine(CpuSvdMethod method, uint32_t height,
+                                             uint32_t width, uint32_t rank) noexcept;
+
 // The top `rank` singular triplets of the row-major height x width plane, which must be finite
 // (LAPACK may loop or fail on NaN). rank is in 1..min(height, width).
 // Throws InvalidArgument when the plane is too large, InternalError when LAPACK fails.
 [[nodiscard]] PlaneSvd truncated_svd(std::span<const float> plane, uint32_t height, uint32_t width,
-                                     uint32_t rank, SvdWorkspace& workspace);
+                                     uint32_t rank, CpuSvdMethod method, SvdWorkspace& workspace);
 
 }  // namespace svdserve

@@ -50,7 +50,11 @@ std::unique_ptr<Backend> make_backend(const v1::ServerConfig& config) {
   }
   if (want_gpu) log().info("backend=cpu reason=\"built without CUDA\"");
 #endif
-  return make_cpu_backend(config.cpu_compute_threads());
+  CpuBackendOptions options;
+  options.threads = config.cpu_compute_threads();
+  options.svd_method =
+      config.cpu_svd() == v1::CPU_SVD_EXACT ? CpuSvdMethod::exact : CpuSvdMethod::automatic;
+  return make_cpu_backend(options);
 }
 
 std::size_t memory_budget_bytes(const v1::ServerConfig& config, const Backend& backend) {

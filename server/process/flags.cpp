@@ -46,6 +46,12 @@ const std::map<std::string, Setter>& setters() {
       {"log-level", [](auto& c, auto&, auto& v) { c.set_log_level(v); }},
       {"metrics-port", [](auto& c, auto& f, auto& v) { c.set_metrics_port(static_cast<uint32_t>(parse_number(f, v))); }},
       {"gpu-streams", [](auto& c, auto& f, auto& v) { c.set_gpu_streams(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"cpu-svd", [](auto& c, auto& f, auto& v) {
+         if (v != "automatic" && v != "exact") {
+           throw InvalidArgument("--" + f + " must be automatic or exact, got '" + v + "'");
+         }
+         c.set_cpu_svd(v == "exact" ? v1::CPU_SVD_EXACT : v1::CPU_SVD_AUTOMATIC);
+       }},
       {"gpu-svd", [](auto& c, auto& f, auto& v) {
          if (v != "automatic" && v != "exact") {
            throw InvalidArgument("--" + f + " must be automatic or exact, got '" + v + "'");
@@ -99,6 +105,7 @@ usage: svdserve [--config FILE] [flags]
   --workers N               batch workers: batches running at once
   --loaders N               threads that read and decode input images
   --cpu-compute-threads N   CPU backend: threads computing a batch's images
+  --cpu-svd automatic|exact CPU decompose: randomized below full rank (fast) or sgesdd
   --max-batch-size N        images per batch
   --max-queue-delay-us N    how long a partial batch may wait for more images
   --queue-capacity N        jobs per pipeline queue

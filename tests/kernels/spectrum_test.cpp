@@ -53,7 +53,7 @@ TEST(RelativeErrorAtRank, StaysAccurateWhenTheErrorIsTiny) {
 TEST(RelativeErrorAtRank, MatchesErrorMeasuredOnImages) {
   const uint64_t seed = run_seed();
   SCOPED_TRACE(seed_text(seed));
-  const auto backend = make_cpu_backend(0);
+  const auto backend = make_cpu_backend({.threads = 0});
   const ImageF32 random = random_image({90, 70, 3}, seed);
   const ImageF32 real = image_from_mat(read_test_image("home.jpg", cv::IMREAD_UNCHANGED));
   for (const ImageF32* image : {&random, &real}) {
@@ -122,7 +122,7 @@ TEST(RankForEnergy, NoValuesGivesZero) {
 TEST(RankForEnergy, AgreesWithRelativeError) {
   const uint64_t seed = run_seed();
   SCOPED_TRACE(seed_text(seed));
-  const auto backend = make_cpu_backend(0);
+  const auto backend = make_cpu_backend({.threads = 0});
   const ImageF32 image = random_image({64, 48, 3}, seed);
   const ImageF32* images[] = {&image};
   const Spectra spectra = backend->decompose(images, 48).front()->all_singular_values();

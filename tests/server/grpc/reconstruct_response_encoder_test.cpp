@@ -58,7 +58,7 @@ void expect_equal(const v1::ReconstructResponse& expected, const v1::Reconstruct
 
 class ReconstructResponseEncoderTest : public ::testing::TestWithParam<std::size_t> {
  protected:
-  std::unique_ptr<Backend> backend_ = make_cpu_backend(1);
+  std::unique_ptr<Backend> backend_ = make_cpu_backend({.threads = 1});
   HostBufferPool pool_{*backend_, std::size_t{64} << 20};
   std::mt19937 random_{std::random_device{}()};
 };

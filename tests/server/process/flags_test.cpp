@@ -49,7 +49,8 @@ TEST(Flags, OverridesReachTheConfig) {
              "127.0.0.1:6000", "--backend=cpu", "--workers", "8", "--loaders=3", "--cpu-compute-threads", "5",
              "--max-batch-size", "32", "--max-queue-delay-us", "250", "--queue-capacity", "64",
              "--memory-budget-mib", "2", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100",
-             "--gpu-streams", "2", "--gpu-svd", "exact", "--drain-timeout-ms", "1500"});
+             "--cpu-svd", "exact", "--gpu-streams", "2", "--gpu-svd", "exact",
+             "--drain-timeout-ms", "1500"});
   EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
   EXPECT_EQ(command_line.load_dir, "/data");
 
@@ -69,9 +70,19 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_EQ(config.log_level(), "debug");
   EXPECT_EQ(config.metrics_port(), 9100u);
   EXPECT_EQ(config.gpu_streams(), 2u);
+  EXPECT_EQ(config.cpu_svd(), v1::CPU_SVD_EXACT);
   EXPECT_EQ(config.gpu_svd(), v1::GPU_SVD_EXACT);
   EXPECT_EQ(config.drain_timeout_ms(), 1500u);
   EXPECT_EQ(config.max_rank(), 77u);
+}
+
+TEST(Flags, CpuSvdNamesTheMethodsItKnows) {
+  v1::ServerConfig config;
+  apply_overrides(parse({"--cpu-svd=exact"}), config);
+  EXPECT_EQ(config.cpu_svd(), v1::CPU_SVD_EXACT);
+  apply_overrides(parse({"--cpu-svd", "automatic"}), config);
+  EXPECT_EQ(config.cpu_svd(), v1::CPU_SVD_AUTOMATIC);
+  EXPECT_THROW(apply_overrides(parse({"--cpu-svd", "randomized"}), config), InvalidArgument);
 }
 
 TEST(Flags, GpuSvdNamesTheMethodsItKnows) {

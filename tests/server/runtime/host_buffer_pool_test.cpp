@@ -21,7 +21,7 @@ constexpr std::size_t kKiB = 1024;
 // The real CPU backend gives the pool its memory, as in the server.
 class HostBufferPoolTest : public ::testing::Test {
  protected:
-  std::unique_ptr<Backend> backend_ = make_cpu_backend(1);
+  std::unique_ptr<Backend> backend_ = make_cpu_backend({.threads = 1});
 };
 
 // Fills a buffer and reads it back: the memory is really there and the buffer's own.

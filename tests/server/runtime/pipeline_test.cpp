@@ -429,7 +429,7 @@ class CountingMetrics final : public PipelineMetrics {
 
 class CpuPipeline : public ::testing::Test {
  protected:
-  std::unique_ptr<Backend> backend_ = make_cpu_backend(2);
+  std::unique_ptr<Backend> backend_ = make_cpu_backend({.threads = 2});
   FactorStore store_{std::size_t{1} << 30, FullStoreAction::evict_lru, 64};
   CountingMetrics metrics_;
   Completions completions_;
