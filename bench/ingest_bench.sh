@@ -37,8 +37,8 @@ for _ in $(seq 1 150); do
 done
 "${cli[@]}" server-info | tee "$out/server-info.txt"
 
-# The 752x600 sample at full rank as PPM, resized, then encoded by the server.
-"${cli[@]}" decompose "$images_dir/starry_night.jpg" --id ingest-source --max-rank 600 >/dev/null
+# The 868x600 sample at full rank as PPM, resized, then encoded by the server.
+"${cli[@]}" decompose "$images_dir/building.jpg" --id ingest-source --max-rank 600 >/dev/null
 "${cli[@]}" reconstruct ingest-source --rank 600 -o "$out/source.ppm" >/dev/null
 "${cli[@]}" delete ingest-source >/dev/null
 inputs=()

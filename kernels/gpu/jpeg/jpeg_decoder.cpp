@@ -61,14 +61,22 @@ std::unique_ptr<JpegDecoder> JpegDecoder::create(std::string& why) {
     return nullptr;
   }
   const nvjpeg::Api& api = *library.api;
+  // Interpolated chroma where the backend offers it: OpenCV's decoder interpolates too.
+  const auto create_handle = [&api](int backend, nvjpeg::Handle& handle) {
+    nvjpeg::Status status = api.nvjpegCreateEx(backend, nullptr, nullptr,
+                                               nvjpeg::kFlagUpsamplingWithInterpolation, &handle);
+    if (status != nvjpeg::kSuccess) {
+      handle = nullptr;
+      status = api.nvjpegCreateEx(backend, nullptr, nullptr, 0, &handle);
+    }
+    if (status != nvjpeg::kSuccess) handle = nullptr;
+    return status;
+  };
   nvjpeg::Handle hardware = nullptr;
   // Refused (architecture mismatch, not supported) where the GPU has no JPEG engines.
-  if (api.nvjpegCreateEx(nvjpeg::kBackendHardware, nullptr, nullptr, 0, &hardware) !=
-      nvjpeg::kSuccess) {
-    hardware = nullptr;
-  }
+  (void)create_handle(nvjpeg::kBackendHardware, hardware);
   nvjpeg::Handle cuda = nullptr;
-  const nvjpeg::Status status = api.nvjpegCreateEx(nvjpeg::kBackendDefault, nullptr, nullptr, 0, &cuda);
+  const nvjpeg::Status status = create_handle(nvjpeg::kBackendDefault, cuda);
   if (status != nvjpeg::kSuccess) {
     if (hardware != nullptr) api.nvjpegDestroy(hardware);
     why = std::string("nvJPEG could not be set up: ") + nvjpeg::status_name(status);

@@ -28,6 +28,10 @@ enum OutputFormat : int {  // nvjpegOutputFormat_t
   kOutputBgrI = 6,  // interleaved BGR, into channel[0]: OpenCV's layout
 };
 
+// nvjpegCreateEx flags: chroma upsampled by interpolation, as libjpeg's "fancy upsampling" does,
+// instead of by replication.
+inline constexpr unsigned int kFlagUpsamplingWithInterpolation = 1U << 5;
+
 inline constexpr int kMaxComponents = 4;
 
 struct Image {  // nvjpegImage_t
