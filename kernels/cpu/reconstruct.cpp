@@ -25,7 +25,7 @@ struct BandJob {
   ReconstructWorkspace& workspace;
 };
 
-// The channel-major tile, as sums: channel c's row r starts at c * kChannelStride + r * kTileColumns.
+// The channel-major tile of sums: channel c, row r starts at c * kChannelStride + r * kTileColumns.
 constexpr std::size_t kChannelStride = std::size_t{kTileRows} * kTileColumns;
 
 // Rows [row, row + rows) x columns [column, column + columns) of every channel into the tile.
