@@ -45,7 +45,8 @@ enum class OutputFormat { raw_u8, png, raw_f32, jpeg };
   return format == OutputFormat::png || format == OutputFormat::jpeg;
 }
 
-// libjpeg's scale; 90 keeps photos visually lossless at about a tenth of PNG's size.
+// libjpeg's 1..100 scale. 90: 13-22 % of PNG's bytes on fruits.jpg and starry_night.jpg at ranks
+// 20, 100 and full.
 inline constexpr uint32_t kDefaultJpegQuality = 90;
 inline constexpr uint32_t kMaxJpegQuality = 100;
 
