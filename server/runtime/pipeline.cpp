@@ -268,7 +268,7 @@ void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
   struct Pending {
     std::shared_ptr<Batch> batch;
     std::vector<Job*> runnable;
-    std::vector<PixelBytes> outputs;  // per runnable job: its pixels (raw, or on their way to PNG)
+    std::vector<PixelBytes> outputs;  // per runnable job: raw pixels (the answer, or PNG/JPEG input)
     Clock::time_point start;
   };
   auto pending = std::make_shared<Pending>();
