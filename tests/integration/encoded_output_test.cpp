@@ -285,10 +285,18 @@ TEST_F(EncodedOutputTest, ShutdownWithEncodesInFlightAnswersEveryItem) {
   for (int i = 0; i < kItems; ++i) {
     *batch.add_items() = request_for("baboon", 64, v1::OUTPUT_FORMAT_PNG);
   }
+  // The decompose's job is counted until just after its answer; wait it out, so that a job in
+  // flight below can only be one of the batch's.
+  const auto give_up = std::chrono::steady_clock::now() + kPatience;
+  bool idle = false;
+  while (!idle && std::chrono::steady_clock::now() < give_up) {
+    auto stats = client_->stats();
+    idle = stats.ok() && stats->jobs_in_flight() == 0;
+  }
+  ASSERT_TRUE(idle) << "the decompose never left the pipeline";
   auto call = std::async(std::launch::async, [&] { return client_->reconstruct_batch(batch); });
 
   // Until the server holds the items (computing or waiting to be encoded).
-  const auto give_up = std::chrono::steady_clock::now() + kPatience;
   bool in_flight = false;
   while (!in_flight && std::chrono::steady_clock::now() < give_up &&
          call.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
