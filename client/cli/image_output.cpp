@@ -40,22 +40,31 @@ std::uint64_t encode_u8(const std::filesystem::path& out, const v1::Shape& shape
 
 v1::OutputFormat parse_output_format(std::string_view text) {
   if (text == "png") return v1::OUTPUT_FORMAT_PNG;
+  if (text == "jpeg" || text == "jpg") return v1::OUTPUT_FORMAT_JPEG;
   if (text == "u8") return v1::OUTPUT_FORMAT_RAW_U8;
   if (text == "f32") return v1::OUTPUT_FORMAT_RAW_F32;
-  throw UsageError("--format expects png, u8 or f32, got '" + std::string(text) + "'");
+  throw UsageError("--format expects png, jpeg, u8 or f32, got '" + std::string(text) + "'");
 }
 
 std::string_view output_format_name(v1::OutputFormat format) noexcept {
   switch (format) {
     case v1::OUTPUT_FORMAT_PNG: return "png";
+    case v1::OUTPUT_FORMAT_JPEG: return "jpeg";
     case v1::OUTPUT_FORMAT_RAW_F32: return "f32";
     default: return "u8";
   }
 }
 
+std::string_view encoded_extension(v1::OutputFormat format) noexcept {
+  return format == v1::OUTPUT_FORMAT_JPEG ? "jpg" : "png";
+}
+
 v1::OutputFormat choose_output_format(const std::optional<std::string>& flag, const std::filesystem::path& out) {
   if (flag) return parse_output_format(*flag);
-  return lower_case_extension(out) == "png" ? v1::OUTPUT_FORMAT_PNG : v1::OUTPUT_FORMAT_RAW_U8;
+  const std::string extension = lower_case_extension(out);
+  if (extension == "png") return v1::OUTPUT_FORMAT_PNG;
+  if (extension == "jpg" || extension == "jpeg") return v1::OUTPUT_FORMAT_JPEG;
+  return v1::OUTPUT_FORMAT_RAW_U8;
 }
 
 bool encodes_locally(v1::OutputFormat format, const std::filesystem::path& out) {

@@ -1,6 +1,6 @@
 #pragma once
-// Writing a reconstruction to a file: PNG as the server encoded it, raw u8/f32 bytes, or u8
-// pixels encoded here by OpenCV when the file name asks for an image format.
+// Writing a reconstruction to a file: PNG or JPEG as the server encoded it, raw u8/f32 bytes, or
+// u8 pixels encoded here by OpenCV when the file name asks for another image format.
 
 #include <filesystem>
 #include <optional>
@@ -12,12 +12,17 @@
 
 namespace svdserve::cli {
 
-// "png", "u8", "f32" -> the proto's format. Throws UsageError for anything else.
+// "png", "jpeg" (or "jpg"), "u8", "f32" -> the proto's format. Throws UsageError for anything
+// else.
 [[nodiscard]] v1::OutputFormat parse_output_format(std::string_view text);
 [[nodiscard]] std::string_view output_format_name(v1::OutputFormat format) noexcept;
 
-// The format to ask the server for: the --format flag when given; else PNG for a .png file, u8
-// for any other image extension (encoded locally) and for everything else (raw bytes).
+// The file extension of a server-encoded format: "png" or "jpg".
+[[nodiscard]] std::string_view encoded_extension(v1::OutputFormat format) noexcept;
+
+// The format to ask the server for: the --format flag when given; else PNG for a .png file, JPEG
+// for .jpg or .jpeg, u8 for any other image extension (encoded locally) and for everything else
+// (raw bytes).
 [[nodiscard]] v1::OutputFormat choose_output_format(const std::optional<std::string>& flag,
                                                     const std::filesystem::path& out);
 

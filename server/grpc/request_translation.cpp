@@ -45,6 +45,7 @@ OutputFormat output_format_of(v1::OutputFormat format) {
     case v1::OUTPUT_FORMAT_RAW_U8: return OutputFormat::raw_u8;
     case v1::OUTPUT_FORMAT_PNG: return OutputFormat::png;
     case v1::OUTPUT_FORMAT_RAW_F32: return OutputFormat::raw_f32;
+    case v1::OUTPUT_FORMAT_JPEG: return OutputFormat::jpeg;
     default: throw InvalidArgument("unknown output format " + std::to_string(format));
   }
 }
@@ -54,8 +55,19 @@ v1::OutputFormat to_proto(OutputFormat format) noexcept {
     case OutputFormat::raw_u8: return v1::OUTPUT_FORMAT_RAW_U8;
     case OutputFormat::png: return v1::OUTPUT_FORMAT_PNG;
     case OutputFormat::raw_f32: return v1::OUTPUT_FORMAT_RAW_F32;
+    case OutputFormat::jpeg: return v1::OUTPUT_FORMAT_JPEG;
   }
   return v1::OUTPUT_FORMAT_RAW_U8;
+}
+
+uint32_t jpeg_quality_of(uint32_t requested) {
+  if (requested == 0) return kDefaultJpegQuality;
+  if (requested > kMaxJpegQuality) {
+    throw InvalidArgument("jpeg_quality is " + std::to_string(requested) +
+                          "; use 1..100 (higher: larger and closer to the reconstruction), or 0 "
+                          "for the default " + std::to_string(kDefaultJpegQuality));
+  }
+  return requested;
 }
 
 Clock::time_point to_steady_deadline(std::chrono::system_clock::time_point deadline) {

@@ -20,6 +20,9 @@ namespace svdserve {
 [[nodiscard]] OutputFormat output_format_of(v1::OutputFormat format);
 [[nodiscard]] v1::OutputFormat to_proto(OutputFormat format) noexcept;
 
+// A request's jpeg_quality: 0 is the default (kDefaultJpegQuality); InvalidArgument above 100.
+[[nodiscard]] uint32_t jpeg_quality_of(uint32_t requested);
+
 // The energy fraction of a request whose rank_choice is one (ReconstructRequest, CompressRequest).
 template <typename Request>
 [[nodiscard]] std::optional<double> energy_fraction_of(const Request& request) {

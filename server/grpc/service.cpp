@@ -6,6 +6,7 @@
 #include "server/grpc/reconstruct_response_encoder.hpp"
 #include "server/grpc/request_translation.hpp"
 #include "server/grpc/response_fields.hpp"
+#include "server/runtime/image_codec.hpp"
 #include "server/runtime/logger.hpp"
 
 namespace svdserve {
@@ -62,13 +63,17 @@ JobPtr SvdService::make_reconstruct_job(grpc::CallbackServerContext* ctx,
                                         const v1::ReconstructRequest& request) {
   check_accepting();
   const OutputFormat format = output_format_of(request.format());
+  const uint32_t jpeg_quality = jpeg_quality_of(request.jpeg_quality());
   if (request.id().empty()) throw InvalidArgument("id is empty; say which image to reconstruct");
   JobPtr job = make_job(ctx, JobKind::reconstruct);
   job->image_id = request.id();
   job->rank_choice = ranks_.selection(request.rank(), energy_fraction_of(request));
   job->format = format;
+  job->jpeg_quality = jpeg_quality;
   job->factors = context_.store.find(request.id());
-  job->rank = RankValidator::resolve(job->rank_choice, *job->factors);  // refused before queueing
+  // Refused before queueing.
+  job->rank = RankValidator::resolve(job->rank_choice, *job->factors);
+  check_output_format(format, job->factors->shape());
   return job;
 }
 
@@ -162,11 +167,13 @@ grpc::ServerUnaryReactor* SvdService::Compress(grpc::CallbackServerContext* ctx,
   return unary(ctx, "Compress", [&](const UnaryCall& call) {
     check_accepting();
     const OutputFormat format = output_format_of(request->format());
+    const uint32_t jpeg_quality = jpeg_quality_of(request->jpeg_quality());
     check_has_image(request->image());
     JobPtr job = make_job(ctx, JobKind::compress);
     job->source = image_source_of(request->image());
     job->rank_choice = ranks_.compress_selection(request->rank(), energy_fraction_of(*request));
     job->format = format;
+    job->jpeg_quality = jpeg_quality;
     job->on_done = [call, response](Job& done, std::exception_ptr error) {
       call.finish(error, [&] {
         fill_shape(done.factors->shape(), response->mutable_shape());

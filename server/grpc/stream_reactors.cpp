@@ -28,7 +28,7 @@ namespace {
 constexpr uint64_t kMaxUnwrittenPerStream = 64;
 constexpr uint64_t kMaxUnwrittenBytesPerStream = uint64_t{64} << 20;
 
-// The pixel bytes a reconstruction will answer with (PNG: at most about the raw u8 size).
+// The pixel bytes a reconstruction will answer with (PNG, JPEG: at most about the raw u8 size).
 uint64_t answer_bytes(const Job& job) {
   const uint64_t values = job.factors->shape().values();
   return job.format == OutputFormat::raw_f32 ? values * sizeof(float) : values;
@@ -212,6 +212,7 @@ class ReconstructProgressiveReactor final
         item.set_id(request.id());
         item.set_rank(rank);
         item.set_format(request.format());
+        item.set_jpeg_quality(request.jpeg_quality());
         jobs.push_back(service_.make_reconstruct_job(ctx, item));
       }
       std::unique_lock lock(mutex_);

@@ -47,6 +47,7 @@ void apply_defaults(v1::ServerConfig& c) {
   const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
   if (c.listen_address().empty()) c.set_listen_address("0.0.0.0:50051");
   if (c.loader_threads() == 0) c.set_loader_threads(cores);  // decoding is CPU-bound per image
+  if (c.encoder_threads() == 0) c.set_encoder_threads(cores);  // so is encoding
   if (c.worker_threads() == 0) c.set_worker_threads(cores);
   if (c.cpu_compute_threads() == 0) c.set_cpu_compute_threads(cores);
   if (c.queue_capacity() == 0) c.set_queue_capacity(256);
@@ -77,6 +78,7 @@ void validate(const v1::ServerConfig& c) {
   require(c.listen_address().find(':') != std::string::npos,
           "listen_address must be host:port, got '" + c.listen_address() + "'");
   require(c.loader_threads() <= 256, "loader_threads must be 1..256");
+  require(c.encoder_threads() <= 256, "encoder_threads must be 1..256");
   require(c.worker_threads() <= 256, "worker_threads must be 1..256");
   require(c.cpu_compute_threads() <= 1024, "cpu_compute_threads must be 1..1024");
   require(c.queue_capacity() <= 1'000'000, "queue_capacity must be 1..1000000");

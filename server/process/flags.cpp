@@ -37,6 +37,7 @@ const std::map<std::string, Setter>& setters() {
        }},
       {"workers", [](auto& c, auto& f, auto& v) { c.set_worker_threads(static_cast<uint32_t>(parse_number(f, v))); }},
       {"loaders", [](auto& c, auto& f, auto& v) { c.set_loader_threads(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"encoders", [](auto& c, auto& f, auto& v) { c.set_encoder_threads(static_cast<uint32_t>(parse_number(f, v))); }},
       {"cpu-compute-threads", [](auto& c, auto& f, auto& v) { c.set_cpu_compute_threads(static_cast<uint32_t>(parse_number(f, v))); }},
       {"max-batch-size", [](auto& c, auto& f, auto& v) { c.set_max_batch_size(static_cast<uint32_t>(parse_number(f, v))); }},
       {"max-queue-delay-us", [](auto& c, auto& f, auto& v) { c.set_max_queue_delay_us(static_cast<uint32_t>(parse_number(f, v))); }},
@@ -104,6 +105,7 @@ usage: svdserve [--config FILE] [flags]
   --load-dir DIR            decompose every image under DIR at start (ids: relative paths)
   --workers N               batch workers: batches running at once
   --loaders N               threads that read and decode input images
+  --encoders N              threads that encode PNG and JPEG answers
   --cpu-compute-threads N   CPU backend: threads computing a batch's images
   --cpu-svd automatic|exact CPU decompose: randomized below full rank (fast) or sgesdd
   --max-batch-size N        images per batch

@@ -26,6 +26,7 @@ PipelineOptions pipeline_options(const v1::ServerConfig& c) {
   PipelineOptions options;
   options.loader_threads = c.loader_threads();
   options.worker_threads = c.worker_threads();
+  options.encoder_threads = c.encoder_threads();
   options.queue_capacity = c.queue_capacity();
   options.wait_when_full = c.full_queue_policy() == v1::FULL_QUEUE_POLICY_WAIT;
   options.batcher.max_batch_size = c.max_batch_size();
@@ -82,11 +83,12 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   }
   set_serving(false);  // until startup work (e.g. --load-dir) is done
   log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} "
-             "workers={} loaders={} cpu_compute_threads={} max_batch_size={} max_queue_delay_us={}",
+             "workers={} loaders={} encoders={} cpu_compute_threads={} max_batch_size={} "
+             "max_queue_delay_us={}",
              config_.listen_address(), port_, metrics_port(), backend_->name(),
              backend_->device_description(), budget, config_.worker_threads(),
-             config_.loader_threads(), config_.cpu_compute_threads(), config_.max_batch_size(),
-             config_.max_queue_delay_us());
+             config_.loader_threads(), config_.encoder_threads(), config_.cpu_compute_threads(),
+             config_.max_batch_size(), config_.max_queue_delay_us());
 }
 
 Server::~Server() { shutdown(); }

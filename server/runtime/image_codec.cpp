@@ -123,6 +123,13 @@ DecodedImage decode_encoded_bytes(std::span<const std::byte> encoded, const Imag
   return decode_encoded(encoded, limits);
 }
 
+// A view of interleaved u8 pixels for imencode, which only reads them.
+cv::Mat wrap_u8(std::span<const std::byte> pixels, const ImageShape& shape) {
+  return {static_cast<int>(shape.height), static_cast<int>(shape.width),
+          CV_MAKETYPE(CV_8U, static_cast<int>(shape.channels)),
+          const_cast<std::byte*>(pixels.data())};
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw InvalidArgument("cannot read '" + path + "'");
@@ -184,15 +191,35 @@ DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits,
 
 std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape) {
   trace::ScopedRange range("encode_png");
-  const cv::Mat image(static_cast<int>(shape.height), static_cast<int>(shape.width),
-                      CV_MAKETYPE(CV_8U, static_cast<int>(shape.channels)),
-                      const_cast<std::byte*>(pixels.data()));
   std::vector<uint8_t> png;
   // Level 1: PNG's size barely changes for photos at higher levels, but time grows severalfold.
-  if (!cv::imencode(".png", image, png, {cv::IMWRITE_PNG_COMPRESSION, 1})) {
+  if (!cv::imencode(".png", wrap_u8(pixels, shape), png, {cv::IMWRITE_PNG_COMPRESSION, 1})) {
     throw InternalError("PNG encoding failed");
   }
   return std::string(png.begin(), png.end());
+}
+
+std::string encode_jpeg(std::span<const std::byte> pixels, const ImageShape& shape,
+                        uint32_t quality) {
+  trace::ScopedRange range("encode_jpeg");
+  check_output_format(OutputFormat::jpeg, shape);
+  if (quality < 1 || quality > kMaxJpegQuality) {
+    throw InvalidArgument("jpeg_quality is " + std::to_string(quality) + "; use 1..100");
+  }
+  std::vector<uint8_t> jpeg;
+  if (!cv::imencode(".jpg", wrap_u8(pixels, shape), jpeg,
+                    {cv::IMWRITE_JPEG_QUALITY, static_cast<int>(quality)})) {
+    throw InternalError("JPEG encoding failed");
+  }
+  return std::string(jpeg.begin(), jpeg.end());
+}
+
+void check_output_format(OutputFormat format, const ImageShape& shape) {
+  if (format == OutputFormat::jpeg && shape.channels != 1 && shape.channels != 3) {
+    throw InvalidArgument("the image has " + std::to_string(shape.channels) +
+                          " channels and JPEG holds only grey or BGR (no alpha); ask for "
+                          "OUTPUT_FORMAT_PNG to keep every channel");
+  }
 }
 
 }  // namespace svdserve

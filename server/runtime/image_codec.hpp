@@ -1,8 +1,8 @@
 #pragma once
 // Turning a job's image source (encoded bytes, raw samples or a file) into a decoded image
 // (interleaved 8-bit, 16-bit or float samples; the backend makes its float32 matrices from them,
-// on the GPU when there is one), and reconstructed pixels into PNG. Runs on the loader threads;
-// OpenCV does all decoding and encoding.
+// on the GPU when there is one), and reconstructed pixels into PNG or JPEG. Decoding runs on the
+// loader threads, encoding on the encoder threads; OpenCV does both.
 
 #include <cstddef>
 #include <cstdint>
@@ -38,5 +38,14 @@ using DeviceJpegFilter = std::function<bool(const JpegHeader&)>;
 
 // PNG of interleaved u8 pixels (1, 3 or 4 channels in OpenCV's BGR(A) order).
 [[nodiscard]] std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape);
+
+// JPEG of interleaved u8 pixels (1 or 3 channels, BGR) at quality 1..100. Throws InvalidArgument
+// for 4 channels (see check_output_format).
+[[nodiscard]] std::string encode_jpeg(std::span<const std::byte> pixels, const ImageShape& shape,
+                                      uint32_t quality);
+
+// Throws InvalidArgument when `format` cannot hold an image of `shape`: JPEG has no alpha, and
+// dropping it silently would answer a different image than the one asked for.
+void check_output_format(OutputFormat format, const ImageShape& shape);
 
 }  // namespace svdserve

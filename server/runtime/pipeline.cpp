@@ -56,7 +56,11 @@ Pipeline::Pipeline(PipelineOptions options, Backend& backend, FactorStore& store
       decode_queue_(options.queue_capacity),
       compute_queue_(options.queue_capacity),
       // Enough batches ready for every worker to pick the next one without waiting.
-      batch_queue_(std::max<std::size_t>(2, 2 * options.worker_threads)) {
+      batch_queue_(std::max<std::size_t>(2, 2 * options.worker_threads)),
+      encode_queue_(options.queue_capacity) {
+  for (unsigned i = 0; i < options_.encoder_threads; ++i) {
+    encoders_.emplace_back([this] { encoder_loop(); });
+  }
   for (unsigned i = 0; i < options_.loader_threads; ++i) {
     loaders_.emplace_back([this] { loader_loop(); });
   }
@@ -76,9 +80,14 @@ void Pipeline::shutdown() {
     compute_queue_.close();
     batcher_.reset();  // joins; closes batch_queue_ after flushing partial batches
     workers_.clear();  // joins
-    // Batches the workers handed to the backend finish on its completion threads.
-    std::unique_lock lock(idle_mutex_);
-    idle_.wait(lock, [this] { return jobs_in_flight_.load() == 0; });
+    // Batches the workers handed to the backend finish on its completion threads, and their PNG
+    // and JPEG answers on the encoders, which run until every job is answered.
+    {
+      std::unique_lock lock(idle_mutex_);
+      idle_.wait(lock, [this] { return jobs_in_flight_.load() == 0; });
+    }
+    encode_queue_.close();
+    encoders_.clear();  // joins
   });
 }
 
@@ -133,6 +142,32 @@ void Pipeline::worker_loop() {
   trace::name_current_thread("svd-worker");
   while (std::optional<Batch> batch = batch_queue_.pop()) {
     run_batch(std::make_shared<Batch>(std::move(*batch)));
+  }
+}
+
+void Pipeline::encoder_loop() {
+  trace::name_current_thread("svd-encoder");
+  while (std::optional<EncodeTask> next = encode_queue_.pop()) {
+    encode(*next);
+  }
+}
+
+void Pipeline::encode(EncodeTask& task) {
+  Job& job = *task.job;
+  try {
+    job.times.queue_us += micros_since(job.stage_entered);
+    check_alive(job);
+    const Clock::time_point encode_start = Clock::now();
+    const ImageShape& shape = job.factors->shape();
+    job.pixels = PixelBytes(job.format == OutputFormat::jpeg
+                                ? encode_jpeg(task.raw.bytes(), shape, job.jpeg_quality)
+                                : encode_png(task.raw.bytes(), shape));
+    job.times.encode_us = micros_since(encode_start);
+    task.raw = {};  // the raw pixels go back to the pool before the answer
+    complete(job, nullptr);
+  } catch (...) {
+    task.raw = {};
+    complete(job, std::current_exception());
   }
 }
 
@@ -244,9 +279,9 @@ void Pipeline::run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job
 }
 
 PixelBytes Pipeline::output_for(const Job& job, std::size_t bytes) {
-  // PNG's raw pixels never leave the server, so pool memory suits them too: on the GPU the copy
-  // lands there directly, and nothing is zero-filled first.
-  if (job.pixels_in_pool || job.format == OutputFormat::png) {
+  // PNG's and JPEG's raw pixels never leave the server, so pool memory suits them too: on the GPU
+  // the copy lands there directly, and nothing is zero-filled first.
+  if (job.pixels_in_pool || is_encoded(job.format)) {
     return PixelBytes(host_buffers_.acquire(bytes));
   }
   return PixelBytes(std::string(bytes, '\0'));
@@ -258,7 +293,7 @@ void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
   struct Pending {
     std::shared_ptr<Batch> batch;
     std::vector<Job*> runnable;
-    std::vector<PixelBytes> outputs;  // per runnable job: its pixels (u8 ones on their way to PNG)
+    std::vector<PixelBytes> outputs;  // per runnable job: raw pixels (the answer, or PNG/JPEG input)
     Clock::time_point start;
   };
   auto pending = std::make_shared<Pending>();
@@ -271,6 +306,7 @@ void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
     try {
       job->rank = RankValidator::resolve(job->rank_choice, *job->factors);
       const ImageShape& shape = job->factors->shape();
+      check_output_format(job->format, shape);  // before any work: compress learns it only here
       const OutputPixels pixels = output_pixels(job->format);
       const std::size_t bytes = shape.values() * bytes_per_value(pixels);
       if (bytes > options_.max_output_bytes) {
@@ -289,12 +325,16 @@ void Pipeline::reconstruct_into_pixels(const std::shared_ptr<Batch>& batch,
   if (items.empty()) return;
   pending->start = Clock::now();
   backend_.reconstruct_async(std::move(items), [this, pending](std::exception_ptr error) {
-    finish_reconstruct(pending->runnable, pending->outputs, pending->start, error);
+    finish_reconstruct(pending->batch, pending->runnable, pending->outputs, pending->start, error);
   });
 }
 
-void Pipeline::finish_reconstruct(const std::vector<Job*>& jobs, std::vector<PixelBytes>& pixels,
+void Pipeline::finish_reconstruct(const std::shared_ptr<Batch>& batch,
+                                  const std::vector<Job*>& jobs, std::vector<PixelBytes>& pixels,
                                   Clock::time_point start, std::exception_ptr error) {
+  // This thread is not joined by shutdown(): counted in flight until it stops using the encode
+  // queue, so that the last encoder's answer cannot let the pipeline go away under it.
+  jobs_in_flight_.fetch_add(1);
   const double compute_us = micros_since(start);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     Job& job = *jobs[i];
@@ -306,20 +346,21 @@ void Pipeline::finish_reconstruct(const std::vector<Job*>& jobs, std::vector<Pix
     try {
       job.times.compute_us += compute_us;
       job.relative_error = error_at_rank(*job.factors, job.rank);
-      if (job.format == OutputFormat::png) {
-        const Clock::time_point encode_start = Clock::now();
-        job.pixels = PixelBytes(encode_png(pixels[i].bytes(), job.factors->shape()));
-        pixels[i] = {};  // the raw pixels go back to the pool before the answer
-        job.times.encode_us = micros_since(encode_start);
-      } else {
-        job.pixels = std::move(pixels[i]);
+      if (is_encoded(job.format)) {
+        job.stage_entered = Clock::now();
+        EncodeTask task{batch, &job, std::move(pixels[i])};
+        // Waits while the encoders are a full queue behind; closed only once every job is done.
+        if (encode_queue_.push(task) == PushResult::ok) continue;
+        throw Unavailable("server is shutting down and encodes no more answers");
       }
+      job.pixels = std::move(pixels[i]);
       complete(job, nullptr);
     } catch (...) {
       pixels[i] = {};
       complete(job, std::current_exception());
     }
   }
+  leave_in_flight();
 }
 
 void Pipeline::complete(Job& job, std::exception_ptr error) {
@@ -334,6 +375,10 @@ void Pipeline::complete(Job& job, std::exception_ptr error) {
   } catch (...) {
     log().error("completion handler threw a non-standard exception");
   }
+  leave_in_flight();
+}
+
+void Pipeline::leave_in_flight() {
   // Under the lock: once shutdown() sees zero it may destroy the pipeline, so nothing may touch
   // `this` after the lock is released.
   std::lock_guard lock(idle_mutex_);

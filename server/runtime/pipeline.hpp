@@ -5,8 +5,9 @@
 //            \                                                         v
 //             `-(reconstruct: nothing to decode)-------------> compute queue --> batcher
 //                                                                                   |
-//   on_done <-- worker threads (backend compute, store insert, encode) <-- batch queue
-//          <-- (reconstruct: the backend's completion threads finish and encode)
+//   on_done <-- worker threads (backend compute, store insert) <-------------- batch queue
+//          <-- (reconstruct: the backend's completion threads finish raw outputs)
+//          <-- encoder threads (PNG, JPEG) <-- encode queue <-- (the same completions)
 //
 // Only admission can refuse a job (queue full: RESOURCE_EXHAUSTED, or shutting down:
 // UNAVAILABLE); later stages wait for room, so an admitted job is never dropped.
@@ -35,6 +36,7 @@ namespace svdserve {
 struct PipelineOptions {
   unsigned loader_threads = 2;
   unsigned worker_threads = 2;
+  unsigned encoder_threads = 2;
   std::size_t queue_capacity = 256;
   bool wait_when_full = false;  // else reject at once
   BatcherOptions batcher;
@@ -60,12 +62,23 @@ class Pipeline {
 
   [[nodiscard]] std::size_t decode_queue_depth() const { return decode_queue_.size(); }
   [[nodiscard]] std::size_t compute_queue_depth() const { return compute_queue_.size(); }
+  [[nodiscard]] std::size_t encode_queue_depth() const { return encode_queue_.size(); }
   [[nodiscard]] int64_t jobs_in_flight() const noexcept { return jobs_in_flight_.load(); }
   [[nodiscard]] HostBufferPoolStats host_buffer_stats() const { return host_buffers_.stats(); }
 
  private:
+  // A reconstruction waiting for its PNG or JPEG: the job, its raw u8 pixels and the batch that
+  // owns the job (kept alive until the job is answered).
+  struct EncodeTask {
+    std::shared_ptr<Batch> batch;
+    Job* job = nullptr;
+    PixelBytes raw;
+  };
+
   void loader_loop();
   void worker_loop();
+  void encoder_loop();
+  void encode(EncodeTask& task);
   void run_batch(std::shared_ptr<Batch> batch);
   // One batch's jobs (all of one kind) through the backend. Throws when the batch fails as a
   // whole; jobs it answers are marked answered.
@@ -73,13 +86,17 @@ class Pipeline {
   void run_decompose(std::vector<Job*>& jobs);
   void run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job*>& jobs);
   // Starts reconstructing each job at its rank from job->factors and returns; the backend's
-  // completion (finish_reconstruct) fills job->pixels, encodes PNG and answers. `batch` owns jobs.
+  // completion (finish_reconstruct) answers raw outputs and queues PNG and JPEG ones for the
+  // encoders. `batch` owns jobs.
   void reconstruct_into_pixels(const std::shared_ptr<Batch>& batch, const std::vector<Job*>& jobs);
-  void finish_reconstruct(const std::vector<Job*>& jobs, std::vector<PixelBytes>& pixels,
-                          Clock::time_point start, std::exception_ptr error);
+  void finish_reconstruct(const std::shared_ptr<Batch>& batch, const std::vector<Job*>& jobs,
+                          std::vector<PixelBytes>& pixels, Clock::time_point start,
+                          std::exception_ptr error);
   // Where a job's reconstruction is written: pool memory or a string (see Job::pixels_in_pool).
   [[nodiscard]] PixelBytes output_for(const Job& job, std::size_t bytes);
   void complete(Job& job, std::exception_ptr error);
+  // Takes one off jobs_in_flight_; the last thing a thread not joined by shutdown() may do.
+  void leave_in_flight();
 
   const PipelineOptions options_;
   Backend& backend_;
@@ -92,9 +109,11 @@ class Pipeline {
   BoundedQueue<JobPtr> decode_queue_;
   BoundedQueue<JobPtr> compute_queue_;
   BoundedQueue<Batch> batch_queue_;
+  BoundedQueue<EncodeTask> encode_queue_;
   std::vector<std::jthread> loaders_;
   std::unique_ptr<DynamicBatcher> batcher_;
   std::vector<std::jthread> workers_;
+  std::vector<std::jthread> encoders_;
   std::once_flag shutdown_once_;
   std::atomic<int64_t> jobs_in_flight_{0};
   std::mutex idle_mutex_;             // with idle_: shutdown waits for jobs_in_flight_ == 0

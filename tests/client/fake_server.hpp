@@ -71,7 +71,7 @@ class FakeSvdServe final : public v1::SvdServe::Service {
     *response->mutable_shape() = shape;
     response->set_rank(rank);
     response->set_format(request->format());
-    response->set_pixels(pixels(shape, rank, request->format(), "compressed"));
+    response->set_pixels(pixels(shape, rank, request->format(), "compressed", request->jpeg_quality()));
     return grpc::Status::OK;
   }
 
@@ -146,11 +146,14 @@ class FakeSvdServe final : public v1::SvdServe::Service {
     return true;
   }
 
+  // Encoded formats answer a text that says what was asked: "PNG:id:rank", "JPEG:id:rank:qQUALITY".
   static std::string pixels(const v1::Shape& shape, std::uint32_t rank, v1::OutputFormat format,
-                            const std::string& id) {
+                            const std::string& id, std::uint32_t jpeg_quality) {
     const std::size_t values = std::size_t{shape.width()} * shape.height() * shape.channels();
     switch (format) {
       case v1::OUTPUT_FORMAT_PNG: return "PNG:" + id + ":" + std::to_string(rank);
+      case v1::OUTPUT_FORMAT_JPEG:
+        return "JPEG:" + id + ":" + std::to_string(rank) + ":q" + std::to_string(jpeg_quality);
       case v1::OUTPUT_FORMAT_RAW_F32: return std::string(values * sizeof(float), '\0');
       default: return std::string(values, static_cast<char>(rank));
     }
@@ -180,7 +183,7 @@ class FakeSvdServe final : public v1::SvdServe::Service {
     response.set_rank(rank);
     response.set_relative_error(1.0 - static_cast<double>(rank) / kFullRank);
     response.set_format(request.format());
-    response.set_pixels(pixels(stored.shape, rank, request.format(), request.id()));
+    response.set_pixels(pixels(stored.shape, rank, request.format(), request.id(), request.jpeg_quality()));
     return grpc::Status::OK;
   }
 

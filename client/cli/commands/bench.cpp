@@ -62,6 +62,7 @@ struct BenchOptions {
   std::optional<std::string> id{};
   std::uint32_t rank = kDefaultBenchRank;
   v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8;
+  std::uint32_t jpeg_quality = 0;  // 0: the server's default
   std::size_t concurrency = kDefaultConcurrency;
   std::size_t max_concurrency = kDefaultConcurrency;  // Of all runs.
   std::size_t connections = 0;
@@ -99,6 +100,7 @@ BenchOptions bench_options_from(const ParsedArgs& args) {
   if (const auto text = args.value("rank")) options.rank = parse_uint32(*text, "--rank");
   if (options.rank == 0) throw UsageError("--rank must be at least 1");
   options.format = parse_output_format(args.value_or("format", "u8"));
+  options.jpeg_quality = jpeg_quality_from(args, options.format);
   options.concurrency = concurrency_from(args);
   options.max_concurrency = sweeping ? *std::ranges::max_element(options.sweep) : options.concurrency;
   // One connection per caller by default: on a 2-core loopback with 3 MiB echoes, 16 callers on
@@ -136,6 +138,7 @@ CallResult<loadgen::Workload> workload_from(BenchOptions& options, const std::st
     request.set_id(*options.id);
     request.set_rank(options.rank);
     request.set_format(options.format);
+    request.set_jpeg_quality(options.jpeg_quality);
     return options.op == "stream" ? loadgen::stream_workload(request, options.stream_items)
                                   : loadgen::reconstruct_workload(request);
   }
@@ -144,6 +147,7 @@ CallResult<loadgen::Workload> workload_from(BenchOptions& options, const std::st
     request.mutable_image()->set_encoded(encoded);
     request.set_rank(options.rank);
     request.set_format(options.format);
+    request.set_jpeg_quality(options.jpeg_quality);
     return loadgen::compress_workload(request);
   }
   std::vector<v1::DecomposeRequest> requests(options.max_concurrency);
@@ -241,7 +245,7 @@ std::vector<Command> bench_commands() {
       .synopsis = "[--op reconstruct|stream|compress|decompose|echo] (--image FILE | --id ID) [--rank K]\n"
                   "       [--stream-items N]\n"
                   "       [--concurrency C | --sweep C1,C2,...] [--connections N] [--duration SECONDS | --count N]\n"
-                  "       [--warmup N] [--format png|u8|f32] [--json FILE]",
+                  "       [--warmup N] [--format png|jpeg|u8|f32] [--jpeg-quality N] [--json FILE]",
       .summary = "closed-loop load: C callers back to back; images/s, latency percentiles, errors",
       .options = {{"op", "OP",
                    "reconstruct (default), stream (reconstructs through ReconstructStream, as `run` sends them), "
@@ -259,7 +263,8 @@ std::vector<Command> bench_commands() {
                   {"duration", "SECONDS", "how long each run lasts (default 10)"},
                   {"count", "N", "how many requests each run sends, instead of --duration"},
                   {"warmup", "N", "requests sent before each run and not measured (default 0)"},
-                  {"format", "FMT", "png, u8 (default) or f32"},
+                  {"format", "FMT", "png, jpeg, u8 (default) or f32"},
+                  kJpegQualityOption,
                   {"json", "FILE", "also write the report as JSON to FILE ('-': stdout only)"}},
       .max_positionals = 0,
       .run = run_bench,

@@ -42,6 +42,15 @@ std::filesystem::path output_from(const ParsedArgs& args) {
   return *text;
 }
 
+std::uint32_t jpeg_quality_from(const ParsedArgs& args, v1::OutputFormat format) {
+  const auto text = args.value("jpeg-quality");
+  if (!text) return 0;
+  if (format != v1::OUTPUT_FORMAT_JPEG) throw UsageError("--jpeg-quality applies to the jpeg format");
+  const auto quality = parse_uint32(*text, "--jpeg-quality");
+  if (quality < 1 || quality > 100) throw UsageError("--jpeg-quality must be 1..100");
+  return quality;
+}
+
 std::vector<ImageItem> collect_images(const std::filesystem::path& path, bool recursive,
                                       const std::optional<std::string>& explicit_id) {
   std::error_code error;

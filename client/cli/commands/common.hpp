@@ -28,7 +28,10 @@ inline constexpr OptionSpec kMaxRankOption{"max-rank", "R", "singular triplets t
 inline constexpr OptionSpec kRecursiveOption{"recursive", "", "include sub-folders", 'r'};
 inline constexpr OptionSpec kConcurrencyOption{"concurrency", "C", "calls in flight at once (default 4)", 'c'};
 inline constexpr OptionSpec kFormatOption{
-    "format", "FMT", "png (server-encoded), u8 or f32 (raw HWC bytes); default from OUT's extension"};
+    "format", "FMT",
+    "png or jpeg (server-encoded), u8 or f32 (raw HWC bytes); default from OUT's extension"};
+inline constexpr OptionSpec kJpegQualityOption{"jpeg-quality", "N",
+                                               "JPEG quality 1..100 (default: the server's, 90)"};
 inline constexpr OptionSpec kOutputOption{"output", "OUT", "output file", 'o'};
 
 // Exactly one of --rank K (>= 1) and --energy F (in (0, 1]).
@@ -39,6 +42,8 @@ inline constexpr OptionSpec kOutputOption{"output", "OUT", "output file", 'o'};
 [[nodiscard]] std::uint32_t max_rank_from(const ParsedArgs& args);
 // The --output option, required.
 [[nodiscard]] std::filesystem::path output_from(const ParsedArgs& args);
+// --jpeg-quality, 1..100, only with the JPEG format; 0 (the server's default) when absent.
+[[nodiscard]] std::uint32_t jpeg_quality_from(const ParsedArgs& args, v1::OutputFormat format);
 
 struct ImageItem {
   std::filesystem::path file;

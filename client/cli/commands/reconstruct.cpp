@@ -62,6 +62,7 @@ int run_reconstruct(CommandContext& context, const ParsedArgs& args) {
   set_rank_choice(request, rank_choice_from(args));
   const auto out = output_from(args);
   request.set_format(choose_output_format(args.value("format"), out));
+  request.set_jpeg_quality(jpeg_quality_from(args, request.format()));
 
   const auto result = context.client().reconstruct(request);
   if (!result) return report_error(context.err(), result.status());
@@ -82,6 +83,7 @@ int run_compress(CommandContext& context, const ParsedArgs& args) {
   set_rank_choice(request, rank_choice_from(args));
   const auto out = output_from(args);
   request.set_format(choose_output_format(args.value("format"), out));
+  request.set_jpeg_quality(jpeg_quality_from(args, request.format()));
   try {
     request.mutable_image()->set_encoded(read_file_bytes(file));
   } catch (const std::runtime_error& error) {
@@ -106,18 +108,18 @@ std::vector<Command> reconstruct_commands() {
   return {
       Command{
           .name = "reconstruct",
-          .synopsis = "ID (--rank K | --energy F) -o OUT [--format png|u8|f32]",
+          .synopsis = "ID (--rank K | --energy F) -o OUT [--format png|jpeg|u8|f32] [--jpeg-quality N]",
           .summary = "write the rank-k reconstruction of a resident image",
-          .options = {kRankOption, kEnergyOption, kOutputOption, kFormatOption},
+          .options = {kRankOption, kEnergyOption, kOutputOption, kFormatOption, kJpegQualityOption},
           .min_positionals = 1,
           .max_positionals = 1,
           .run = run_reconstruct,
       },
       Command{
           .name = "compress",
-          .synopsis = "FILE (--rank K | --energy F) -o OUT [--format png|u8|f32]",
+          .synopsis = "FILE (--rank K | --energy F) -o OUT [--format png|jpeg|u8|f32] [--jpeg-quality N]",
           .summary = "one-shot: image in, rank-k image out, nothing kept on the server",
-          .options = {kRankOption, kEnergyOption, kOutputOption, kFormatOption},
+          .options = {kRankOption, kEnergyOption, kOutputOption, kFormatOption, kJpegQualityOption},
           .min_positionals = 1,
           .max_positionals = 1,
           .run = run_compress,

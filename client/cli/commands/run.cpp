@@ -30,7 +30,7 @@ struct OutputItem {
   double relative_error = 0;
 };
 
-// OUTDIR/<relative folder>/<stem>_k<K>.png; images whose stems collide (a.png, a.jpg) keep their
+// OUTDIR/<relative folder>/<stem>_k<K>; images whose stems collide (a.png, a.jpg) keep their
 // extension in the name (a_png_k8.png, a_jpg_k8.png).
 std::vector<std::filesystem::path> output_stems(const std::filesystem::path& out_dir,
                                                 const std::vector<ImageItem>& items) {
@@ -84,6 +84,11 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
   const auto out_dir = output_from(args);
   const auto max_rank = max_rank_from(args);
   const auto concurrency = concurrency_from(args);
+  const auto format = parse_output_format(args.value_or("format", "png"));
+  if (format != v1::OUTPUT_FORMAT_PNG && format != v1::OUTPUT_FORMAT_JPEG) {
+    throw UsageError("run writes png or jpeg files; --format expects png or jpeg");
+  }
+  const auto jpeg_quality = jpeg_quality_from(args, format);
   const auto items = collect_images(path, args.has("recursive"), std::nullopt);
   if (items.empty()) return report_error(context.err(), "no image files in " + path.string());
 
@@ -99,7 +104,7 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
     if (!decomposed[i].ok()) continue;
     for (const auto rank : ranks) {
       auto file = stems[i];
-      file += std::string("_k").append(std::to_string(rank)).append(".png");
+      file += std::string("_k").append(std::to_string(rank)).append(".").append(encoded_extension(format));
       outputs.push_back(OutputItem{.image = i, .rank = rank, .file = std::move(file)});
     }
   }
@@ -135,7 +140,8 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
         const auto& output = outputs[first + j];
         requests[j].set_id(decomposed[output.image].response.id());
         requests[j].set_rank(output.rank);
-        requests[j].set_format(v1::OUTPUT_FORMAT_PNG);
+        requests[j].set_format(format);
+        requests[j].set_jpeg_quality(jpeg_quality);
       }
       std::size_t answered = 0;
       const auto status = client.reconstruct_stream(
@@ -147,7 +153,7 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
               tally.failed(item.error_code());
             } else {
               try {
-                write_output_image(output.file, v1::OUTPUT_FORMAT_PNG, response.result().shape(),
+                write_output_image(output.file, format, response.result().shape(),
                                    response.result().pixels());
                 output.ok = true;
                 output.relative_error = response.result().relative_error();
@@ -192,10 +198,13 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
 std::vector<Command> run_commands() {
   return {Command{
       .name = "run",
-      .synopsis = "FILE|DIR --rank K[,K2...] -o OUTDIR [--max-rank R] [--recursive] [--concurrency C]",
-      .summary = "decompose images, then write OUTDIR/<stem>_k<K>.png for every rank (streamed)",
+      .synopsis = "FILE|DIR --rank K[,K2...] -o OUTDIR [--max-rank R] [--recursive] [--concurrency C]\n"
+                  "       [--format png|jpeg] [--jpeg-quality N]",
+      .summary = "decompose images, then write OUTDIR/<stem>_k<K>.png (or .jpg) for every rank (streamed)",
       .options = {{"rank", "K[,K2...]", "ranks to reconstruct at"},
-                  {"output", "OUTDIR", "folder for the PNG files (created)", 'o'},
+                  {"output", "OUTDIR", "folder for the image files (created)", 'o'},
+                  {"format", "FMT", "png (default) or jpeg, encoded by the server"},
+                  kJpegQualityOption,
                   kMaxRankOption,
                   kRecursiveOption,
                   kConcurrencyOption},

@@ -69,9 +69,9 @@ TEST_F(Commands, ReconstructWritesRawOrLocallyEncodedOrServerPng) {
   EXPECT_TRUE(contains(outcome.out, "rank 2, relative error 0.750000")) << outcome.out;
   EXPECT_EQ(read_file_bytes(root_ / "x.u8"), std::string(6 * 4 * 3, '\2'));
 
-  outcome = run({"reconstruct", "a.png", "--rank", "2", "-o", (root_ / "x.jpg").string()});
+  outcome = run({"reconstruct", "a.png", "--rank", "2", "-o", (root_ / "x.bmp").string()});
   EXPECT_EQ(outcome.code, 0) << outcome.err;
-  EXPECT_EQ(read_file_bytes(root_ / "x.jpg").substr(0, 3), "\xff\xd8\xff");  // JPEG, encoded here.
+  EXPECT_EQ(read_file_bytes(root_ / "x.bmp").substr(0, 2), "BM");  // BMP, encoded here.
 
   outcome = run({"--json", "reconstruct", "a.png", "--energy", "0.5", "-o", (root_ / "x.png").string()});
   EXPECT_EQ(outcome.code, 0) << outcome.err;
@@ -82,6 +82,52 @@ TEST_F(Commands, ReconstructWritesRawOrLocallyEncodedOrServerPng) {
   EXPECT_EQ(outcome.code, 1);
   EXPECT_EQ(outcome.err, "error: INVALID_ARGUMENT: rank out of range\n");
   EXPECT_FALSE(fs::exists(root_ / "y.png"));
+}
+
+// --format jpeg (or a .jpg name) asks the server for a JPEG at --jpeg-quality, written as sent.
+TEST_F(Commands, ReconstructCompressAndRunWriteServerJpeg) {
+  ASSERT_EQ(run({"decompose", (root_ / "in" / "a.png").string()}).code, 0);
+
+  auto outcome = run({"--json", "reconstruct", "a.png", "--rank", "2", "--format", "jpeg", "--jpeg-quality",
+                      "30", "-o", (root_ / "x.bin").string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(read_file_bytes(root_ / "x.bin"), "JPEG:a.png:2:q30");
+  EXPECT_TRUE(contains(outcome.out, "\"format\": \"jpeg\"")) << outcome.out;
+
+  outcome = run({"reconstruct", "a.png", "--rank", "3", "-o", (root_ / "x.JPG").string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(read_file_bytes(root_ / "x.JPG"), "JPEG:a.png:3:q0");  // the server's default quality
+
+  outcome = run({"compress", (root_ / "in" / "a.png").string(), "--rank", "2", "--format", "jpg",
+                 "--jpeg-quality", "100", "-o", (root_ / "c.jpeg").string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(read_file_bytes(root_ / "c.jpeg"), "JPEG:compressed:2:q100");
+
+  const auto out_dir = root_ / "out";
+  outcome = run({"run", (root_ / "in" / "a.png").string(), "--rank", "1,2", "--format", "jpeg",
+                 "--jpeg-quality", "75", "-o", out_dir.string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_EQ(read_file_bytes(out_dir / "a_k1.jpg"), "JPEG:a.png:1:q75");
+  EXPECT_EQ(read_file_bytes(out_dir / "a_k2.jpg"), "JPEG:a.png:2:q75");
+  EXPECT_FALSE(fs::exists(out_dir / "a_k1.png"));
+}
+
+TEST_F(Commands, JpegQualityIsCheckedBeforeAnyCall) {
+  ASSERT_EQ(run({"decompose", (root_ / "in" / "a.png").string()}).code, 0);
+  const fs::path out = root_ / "x.jpg";
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--jpeg-quality", "101"}, {"--jpeg-quality", "0"},
+        {"--jpeg-quality", "50", "--format", "png"}}) {
+    std::vector<std::string> args{"reconstruct", "a.png", "--rank", "2", "-o", out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto outcome = run(args);
+    EXPECT_EQ(outcome.code, 2) << extra.back() << ": " << outcome.err;
+    EXPECT_TRUE(contains(outcome.err, "--jpeg-quality")) << outcome.err;
+  }
+  EXPECT_FALSE(fs::exists(out));
+  const auto outcome = run({"run", (root_ / "in" / "a.png").string(), "--rank", "1", "--format", "f32", "-o",
+                            (root_ / "out").string()});
+  EXPECT_EQ(outcome.code, 2) << outcome.err;
 }
 
 TEST_F(Commands, CompressIsOneCall) {

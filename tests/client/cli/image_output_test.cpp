@@ -23,11 +23,19 @@ class ImageOutput : public ::testing::Test {
 TEST(OutputFormat, ChosenFromFlagThenExtension) {
   EXPECT_EQ(choose_output_format(std::nullopt, "out.png"), v1::OUTPUT_FORMAT_PNG);
   EXPECT_EQ(choose_output_format(std::nullopt, "out.PNG"), v1::OUTPUT_FORMAT_PNG);
-  EXPECT_EQ(choose_output_format(std::nullopt, "out.jpg"), v1::OUTPUT_FORMAT_RAW_U8);
+  EXPECT_EQ(choose_output_format(std::nullopt, "out.jpg"), v1::OUTPUT_FORMAT_JPEG);
+  EXPECT_EQ(choose_output_format(std::nullopt, "out.JPEG"), v1::OUTPUT_FORMAT_JPEG);
+  EXPECT_EQ(choose_output_format(std::nullopt, "out.bmp"), v1::OUTPUT_FORMAT_RAW_U8);
   EXPECT_EQ(choose_output_format(std::nullopt, "out.raw"), v1::OUTPUT_FORMAT_RAW_U8);
   EXPECT_EQ(choose_output_format(std::string("f32"), "out.png"), v1::OUTPUT_FORMAT_RAW_F32);
   EXPECT_EQ(choose_output_format(std::string("png"), "out.bin"), v1::OUTPUT_FORMAT_PNG);
-  EXPECT_THROW(static_cast<void>(choose_output_format(std::string("jpeg"), "out.jpg")), UsageError);
+  EXPECT_EQ(choose_output_format(std::string("jpeg"), "out.bin"), v1::OUTPUT_FORMAT_JPEG);
+  EXPECT_EQ(choose_output_format(std::string("jpg"), "out.bin"), v1::OUTPUT_FORMAT_JPEG);
+  EXPECT_EQ(choose_output_format(std::string("u8"), "out.jpg"), v1::OUTPUT_FORMAT_RAW_U8);
+  EXPECT_THROW(static_cast<void>(choose_output_format(std::string("gif"), "out.gif")), UsageError);
+  EXPECT_EQ(output_format_name(v1::OUTPUT_FORMAT_JPEG), "jpeg");
+  EXPECT_EQ(encoded_extension(v1::OUTPUT_FORMAT_JPEG), "jpg");
+  EXPECT_EQ(encoded_extension(v1::OUTPUT_FORMAT_PNG), "png");
 
   EXPECT_TRUE(encodes_locally(v1::OUTPUT_FORMAT_RAW_U8, "out.jpg"));
   EXPECT_TRUE(encodes_locally(v1::OUTPUT_FORMAT_RAW_U8, "out.png"));

@@ -64,7 +64,8 @@ TEST(RequestTranslation, NoImageIsNothing) {
 TEST(RequestTranslation, OutputFormatsRoundTripAndUnspecifiedIsRawU8) {
   EXPECT_EQ(output_format_of(v1::OUTPUT_FORMAT_UNSPECIFIED), OutputFormat::raw_u8);
   for (v1::OutputFormat format :
-       {v1::OUTPUT_FORMAT_RAW_U8, v1::OUTPUT_FORMAT_PNG, v1::OUTPUT_FORMAT_RAW_F32}) {
+       {v1::OUTPUT_FORMAT_RAW_U8, v1::OUTPUT_FORMAT_PNG, v1::OUTPUT_FORMAT_RAW_F32,
+        v1::OUTPUT_FORMAT_JPEG}) {
     EXPECT_EQ(to_proto(output_format_of(format)), format);
   }
   try {
@@ -72,6 +73,19 @@ TEST(RequestTranslation, OutputFormatsRoundTripAndUnspecifiedIsRawU8) {
     FAIL() << "format 17 accepted";
   } catch (const InvalidArgument& e) {
     EXPECT_STREQ(e.what(), "unknown output format 17");
+  }
+}
+
+TEST(RequestTranslation, JpegQualityZeroIsTheDefaultAndAbove100IsRefused) {
+  EXPECT_EQ(jpeg_quality_of(0), kDefaultJpegQuality);
+  EXPECT_EQ(jpeg_quality_of(1), 1u);
+  EXPECT_EQ(jpeg_quality_of(100), 100u);
+  try {
+    (void)jpeg_quality_of(101);
+    FAIL() << "quality 101 accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("jpeg_quality is 101; use 1..100"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -90,6 +90,7 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.memory_budget_bytes(), 12345u);
 
   EXPECT_EQ(config.loader_threads(), std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(config.encoder_threads(), std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(config.worker_threads(), std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(config.cpu_compute_threads(), std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(config.queue_capacity(), 256u);
@@ -153,6 +154,7 @@ INSTANTIATE_TEST_SUITE_P(
     Fields, ConfigInvalidField,
     ::testing::Values(
         InvalidField{"loader_threads", [](v1::ServerConfig& c) { c.set_loader_threads(257); }, "loader_threads"},
+        InvalidField{"encoder_threads", [](v1::ServerConfig& c) { c.set_encoder_threads(257); }, "encoder_threads"},
         InvalidField{"worker_threads", [](v1::ServerConfig& c) { c.set_worker_threads(1000); }, "worker_threads"},
         InvalidField{"cpu_compute_threads", [](v1::ServerConfig& c) { c.set_cpu_compute_threads(2000); },
                      "cpu_compute_threads"},

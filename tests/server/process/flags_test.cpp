@@ -46,7 +46,7 @@ TEST(Flags, NoArgumentsMeansDefaults) {
 TEST(Flags, OverridesReachTheConfig) {
   const CommandLine command_line =
       parse({"--config", "/etc/svdserve.textproto", "--load-dir=/data", "--listen",
-             "127.0.0.1:6000", "--backend=cpu", "--workers", "8", "--loaders=3", "--cpu-compute-threads", "5",
+             "127.0.0.1:6000", "--backend=cpu", "--workers", "8", "--loaders=3", "--encoders", "6", "--cpu-compute-threads", "5",
              "--max-batch-size", "32", "--max-queue-delay-us", "250", "--queue-capacity", "64",
              "--memory-budget-mib", "2", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100",
              "--cpu-svd", "exact", "--gpu-streams", "2", "--gpu-svd", "exact",
@@ -61,6 +61,7 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_EQ(config.backend(), v1::BACKEND_KIND_CPU);
   EXPECT_EQ(config.worker_threads(), 8u);
   EXPECT_EQ(config.loader_threads(), 3u);
+  EXPECT_EQ(config.encoder_threads(), 6u);
   EXPECT_EQ(config.cpu_compute_threads(), 5u);
   EXPECT_EQ(config.max_batch_size(), 32u);
   EXPECT_EQ(config.max_queue_delay_us(), 250u);
@@ -163,7 +164,7 @@ TEST(Flags, BadBackendIsRefused) {
 TEST(Flags, UsageMentionsEveryFlag) {
   const std::string text = usage();
   for (const char* flag :
-       {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders", "--cpu-compute-threads",
+       {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders", "--encoders", "--cpu-compute-threads",
         "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
         "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--metrics-port", "--drain-timeout-ms", "--log-level", "--version",
         "--help"}) {

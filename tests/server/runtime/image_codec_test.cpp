@@ -381,5 +381,64 @@ TEST_P(EncodePng, RoundTripsRandomPixels) {
 
 INSTANTIATE_TEST_SUITE_P(Channels, EncodePng, ::testing::Values(1u, 3u, 4u));
 
+// --- JPEG output --------------------------------------------------------------------------------
+
+// A smooth image with some brightness noise, like a reconstruction: what JPEG is for (it keeps
+// colour at half resolution, so the noise is the same in every channel).
+std::string smooth_pixels(const ImageShape& shape, unsigned seed) {
+  std::mt19937 random(seed);
+  std::uniform_int_distribution<int> noise(-8, 8);
+  std::string pixels(shape.values(), '\0');
+  for (uint32_t y = 0; y < shape.height; ++y) {
+    for (uint32_t x = 0; x < shape.width; ++x) {
+      const int grain = noise(random);
+      for (uint32_t c = 0; c < shape.channels; ++c) {
+        const int value = static_cast<int>(20 + (3 * x) / 2 + y + 30 * c) + grain;  // <= 240
+        pixels[(std::size_t{y} * shape.width + x) * shape.channels + c] = static_cast<char>(value);
+      }
+    }
+  }
+  return pixels;
+}
+
+class EncodeJpeg : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(EncodeJpeg, DecodesCloseToThePixelsAndSmallerAtLowerQuality) {
+  const uint32_t channels = GetParam();
+  const ImageShape shape{64, 48, channels};
+  const std::string pixels = smooth_pixels(shape, channels);
+  const std::string high = encode_jpeg(as_span(pixels), shape, 95);
+  const std::string low = encode_jpeg(as_span(pixels), shape, 30);
+  ASSERT_EQ(high.substr(0, 3), "\xff\xd8\xff");
+  EXPECT_LT(low.size(), high.size());
+
+  const cv::Mat decoded =
+      cv::imdecode(std::vector<uint8_t>(high.begin(), high.end()), cv::IMREAD_UNCHANGED);
+  ASSERT_EQ(decoded.channels(), static_cast<int>(channels));
+  ASSERT_EQ(decoded.cols, 64);
+  ASSERT_EQ(decoded.rows, 48);
+  const cv::Mat original(48, 64, CV_8UC(static_cast<int>(channels)),
+                         const_cast<char*>(pixels.data()));
+  cv::Mat difference;
+  cv::absdiff(decoded, original, difference);
+  // Quality 95 on this noisy ramp: 1.5 (grey) and 1.6 (colour) grey levels on average.
+  EXPECT_LT(cv::mean(difference.reshape(1))[0], 4.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Channels, EncodeJpeg, ::testing::Values(1u, 3u));
+
+TEST(EncodeJpegLimits, FourChannelsAndQualityOutOfRangeAreInvalidArgument) {
+  const ImageShape bgra{8, 8, 4};
+  const std::string pixels(bgra.values(), '\x40');
+  EXPECT_THROW((void)encode_jpeg(as_span(pixels), bgra, 90), InvalidArgument);
+  EXPECT_THROW(check_output_format(OutputFormat::jpeg, bgra), InvalidArgument);
+  EXPECT_NO_THROW(check_output_format(OutputFormat::png, bgra));
+  EXPECT_NO_THROW(check_output_format(OutputFormat::jpeg, ImageShape{8, 8, 3}));
+  const ImageShape bgr{8, 8, 3};
+  const std::string three(bgr.values(), '\x40');
+  EXPECT_THROW((void)encode_jpeg(as_span(three), bgr, 0), InvalidArgument);
+  EXPECT_THROW((void)encode_jpeg(as_span(three), bgr, 101), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace svdserve

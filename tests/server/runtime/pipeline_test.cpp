@@ -13,6 +13,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -1014,6 +1015,100 @@ TEST_F(FakePipeline, OutputsUsePoolMemoryWhereAskedAndAlwaysGiveItBack) {
   EXPECT_EQ(stats.fallbacks, 0u);
 }
 
+// PNG and JPEG answers are encoded on the encoder threads, not on the thread that finished the
+// batch (here the worker, which answers the batch's raw job), and decode to the raw pixels.
+TEST_F(FakePipeline, EncodedAnswersLeaveTheCompletionThread) {
+  PipelineOptions options = small_options();
+  options.batcher = {.max_batch_size = 3, .max_queue_delay = kForever};  // the three together
+  Pipeline pipeline(options, backend_, store_, metrics_);
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 5}), "raw");
+  submit(pipeline, reconstruct_job(small_factors(), {.rank = 5}, OutputFormat::png), "png");
+  JobPtr jpeg = reconstruct_job(small_factors(), {.rank = 5}, OutputFormat::jpeg);
+  jpeg->jpeg_quality = 100;
+  submit(pipeline, std::move(jpeg), "jpeg");
+  ASSERT_TRUE(completions_.wait_for(3));
+
+  const Outcome raw = completions_.get("raw");
+  const Outcome png = completions_.get("png");
+  const Outcome jpg = completions_.get("jpeg");
+  ASSERT_EQ(raw.code, Code::ok) << raw.message;
+  ASSERT_EQ(png.code, Code::ok) << png.message;
+  ASSERT_EQ(jpg.code, Code::ok) << jpg.message;
+  EXPECT_EQ(raw.batch_size, 3u);
+  EXPECT_NE(png.thread, raw.thread);
+  EXPECT_NE(jpg.thread, raw.thread);
+  const cv::Mat from_png =
+      cv::imdecode(std::vector<uint8_t>(png.pixels.begin(), png.pixels.end()), cv::IMREAD_UNCHANGED);
+  ASSERT_FALSE(from_png.empty());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(from_png.data), from_png.total() * 3),
+            raw.pixels);
+  const cv::Mat from_jpeg =
+      cv::imdecode(std::vector<uint8_t>(jpg.pixels.begin(), jpg.pixels.end()), cv::IMREAD_UNCHANGED);
+  ASSERT_FALSE(from_jpeg.empty());
+  EXPECT_EQ(from_jpeg.channels(), 3);
+  EXPECT_LE(max_u8_difference(std::string(reinterpret_cast<const char*>(from_jpeg.data),
+                                          from_jpeg.total() * 3),
+                              raw.pixels),
+            2);  // a flat image at quality 100
+}
+
+// A 4-channel image cannot be a JPEG: refused before any compute, for compress too (whose
+// channels are known only after decoding).
+TEST_F(FakePipeline, FourChannelJpegIsRefusedBeforeCompute) {
+  Pipeline pipeline(small_options(), backend_, store_, metrics_);
+  const ImageShape bgra{8, 6, 4};
+  inputs_.push_back(random_samples(bgra, 3));
+  submit(pipeline, compress_job(raw_source(bgra, inputs_.back()), {.rank = 2}, OutputFormat::jpeg),
+         "compress");
+  submit(pipeline,
+         reconstruct_job(fakes::make_test_factors(bgra, 4, factor_bytes_f32(bgra, 4)), {.rank = 2},
+                         OutputFormat::jpeg),
+         "reconstruct");
+  ASSERT_TRUE(completions_.wait_for(2));
+  for (const char* name : {"compress", "reconstruct"}) {
+    const Outcome outcome = completions_.get(name);
+    EXPECT_EQ(outcome.code, Code::invalid_argument) << name;
+    EXPECT_NE(outcome.message.find("OUTPUT_FORMAT_PNG"), std::string::npos) << outcome.message;
+  }
+  EXPECT_EQ(backend_.reconstruct_calls(), 0);
+}
+
+// Shutdown while many answers wait for one encoder: it returns only once every one is encoded
+// and answered, and nothing is left queued.
+TEST_F(FakePipeline, ShutdownAnswersEveryQueuedEncode) {
+  PipelineOptions options = small_options();
+  options.encoder_threads = 1;
+  options.worker_threads = 1;
+  options.batcher = {.max_batch_size = 32, .max_queue_delay = kForever};
+  constexpr int kJobs = 32;
+  const ImageShape large{256, 192, 3};  // enough that encoding them takes a while
+  const auto factors = fakes::make_test_factors(large, 8, factor_bytes_f32(large, 8));
+  Pipeline pipeline(options, backend_, store_, metrics_);
+  backend_.close_gate();
+  for (int i = 0; i < kJobs; ++i) {
+    const OutputFormat format = i % 2 == 0 ? OutputFormat::png : OutputFormat::jpeg;
+    submit(pipeline, reconstruct_job(factors, {.rank = 1 + static_cast<uint32_t>(i % 8)}, format),
+           std::to_string(i));
+  }
+  auto stopped = std::async(std::launch::async, [&] { pipeline.shutdown(); });
+  ASSERT_TRUE(backend_.wait_until_entered(1));  // the batch, flushed by the shutdown
+  EXPECT_EQ(completions_.total(), 0u);
+  backend_.open_gate();
+  ASSERT_EQ(stopped.wait_for(kPatience), std::future_status::ready) << "shutdown did not end";
+
+  EXPECT_EQ(completions_.total(), static_cast<std::size_t>(kJobs));
+  for (const auto& [name, outcome] : completions_.all()) {
+    EXPECT_EQ(outcome.calls, 1) << name;
+    EXPECT_EQ(outcome.code, Code::ok) << name << ": " << outcome.message;
+    const cv::Mat decoded = cv::imdecode(
+        std::vector<uint8_t>(outcome.pixels.begin(), outcome.pixels.end()), cv::IMREAD_UNCHANGED);
+    EXPECT_EQ(decoded.cols, 256) << name;
+  }
+  EXPECT_EQ(pipeline.encode_queue_depth(), 0u);
+  EXPECT_EQ(pipeline.jobs_in_flight(), 0);
+  EXPECT_EQ(pipeline.host_buffer_stats().in_use_bytes, 0u);
+}
+
 // Many clients, every kind of outcome at once: each job's on_done runs exactly once.
 TEST_F(FakePipeline, EveryJobCompletesExactlyOnce) {
   PipelineOptions options = small_options();
@@ -1041,7 +1136,9 @@ TEST_F(FakePipeline, EveryJobCompletesExactlyOnce) {
           switch (i % 6) {
             case 0: job = reconstruct_job(factors, {.rank = 1 + static_cast<uint32_t>(i % 8)}); break;
             case 1: job = decompose_job(good, name, 4); break;
-            case 2: job = compress_job(good, {.rank = 3}, OutputFormat::png); break;
+            case 2:
+              job = compress_job(good, {.rank = 3}, i % 4 == 0 ? OutputFormat::png : OutputFormat::jpeg);
+              break;
             case 3: job = reconstruct_job(factors, {.rank = 99}); break;  // invalid rank
             case 4: job = decompose_job(bad, name, 4); break;            // decode error
             case 5:
