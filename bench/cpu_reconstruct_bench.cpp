@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
 
   std::printf("%ux%u x%u rank %u, batch %zu\n", options.size, options.size, options.channels,
               options.rank, options.batch);
-  const auto backend = make_cpu_backend(options.threads);
+  const auto backend = make_cpu_backend({.threads = options.threads});
   std::printf("%s\n", backend->device_description().c_str());
 
   for (const OutputPixels pixels : {OutputPixels::u8, OutputPixels::f32}) {

@@ -323,7 +323,8 @@ SolveResult run_cpu(const std::vector<float>& host_batch, const Shape& shape, in
         for (int i = next++; i < count; i = next++) {
           // The column-major m x n matrix read row-major is its transpose, n x m: A^T = U' S V'^T.
           std::span<const float> plane(host_batch.data() + shape.values() * i, shape.values());
-          PlaneSvd svd = truncated_svd(plane, shape.n, shape.m, rank, workspaces[t]);
+          PlaneSvd svd =
+              truncated_svd(plane, shape.n, shape.m, rank, CpuSvdMethod::exact, workspaces[t]);
           if (i < kAccuracyMatrices) kept[i] = std::move(svd);
         }
       });

@@ -134,7 +134,7 @@ class CpuReconstructTest : public ::testing::TestWithParam<ShapeCase> {
   }
 
   // Three workers, so one image is cut into several bands.
-  std::unique_ptr<Backend> backend_ = make_cpu_backend(3);
+  std::unique_ptr<Backend> backend_ = make_cpu_backend({.threads = 3});
 };
 
 TEST_P(CpuReconstructTest, MatchesFloat64AtRankOneAndEveryKeptRank) {

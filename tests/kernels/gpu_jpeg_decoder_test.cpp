@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,7 @@ class GpuJpegDecoder : public ::testing::Test {
     decoder_ = gpu::JpegDecoder::create(why);
     ASSERT_TRUE(decoder_) << "nvJPEG did not load on a GPU host: " << why;
     state_ = decoder_->make_stream_state();
+    stream_.emplace();
   }
 
   // The device's decode of `bytes`, copied back: height x width x channels, HWC.
@@ -58,11 +60,11 @@ class GpuJpegDecoder : public ::testing::Test {
     samples.grow_to(decoded.total() * decoded.elemSize());
     const gpu::JpegToDecode jpeg{as_bytes(bytes), samples.as<std::byte>()};
     decoder_->decode(*state_, std::span(&jpeg, 1), header->width, header->components,
-                     stream_.view().value());
+                     stream_->view().value());
     SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(decoded.data, samples.data(),
                                         decoded.total() * decoded.elemSize(),
-                                        cudaMemcpyDeviceToHost, stream_.view().value()));
-    stream_.view().synchronize();
+                                        cudaMemcpyDeviceToHost, stream_->view().value()));
+    stream_->view().synchronize();
     return decoded;
   }
 
@@ -86,7 +88,7 @@ class GpuJpegDecoder : public ::testing::Test {
     return within;
   }
 
-  gpu::Stream stream_;
+  std::optional<gpu::Stream> stream_;  // made in SetUp, once a device is known to be there
   std::unique_ptr<gpu::JpegDecoder> decoder_;
   std::unique_ptr<gpu::JpegStreamState> state_;
 };
@@ -168,11 +170,11 @@ TEST_F(GpuJpegDecoder, ABatchDecodesEveryImageIntoItsOwnBuffer) {
   for (std::size_t i = 0; i < files.size(); ++i) {
     jpegs.push_back({as_bytes(files[i]), samples.as<std::byte>() + i * image_bytes});
   }
-  decoder_->decode(*state_, jpegs, static_cast<uint32_t>(photo.cols), 3, stream_.view().value());
+  decoder_->decode(*state_, jpegs, static_cast<uint32_t>(photo.cols), 3, stream_->view().value());
   std::vector<uint8_t> host(image_bytes * files.size());
   SVDSERVE_CUDA_CHECK(cudaMemcpyAsync(host.data(), samples.data(), host.size(),
-                                      cudaMemcpyDeviceToHost, stream_.view().value()));
-  stream_.view().synchronize();
+                                      cudaMemcpyDeviceToHost, stream_->view().value()));
+  stream_->view().synchronize();
   for (std::size_t i = 0; i < files.size(); ++i) {
     const cv::Mat device(photo.rows, photo.cols, CV_8UC3, host.data() + i * image_bytes);
     cv::Mat difference;
