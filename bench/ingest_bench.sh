@@ -4,7 +4,8 @@
 # 1920x1080 JPEGs and a 1024² PNG, beside the randomized SVD's own rate (svdserve_rsvd_bench,
 # 1024², rank 64) measured in the same run: three channels of a 1024² RGB photo are three
 # matrices, so the SVD bounds ingest at rsvd matrices/s ÷ 3. Starts its own server (GPU backend
-# when there is one). The inputs are made by the server from the sample photo: reconstructed at
+# when there is one), twice: JPEGs decoded by nvJPEG (--gpu-jpeg nvjpeg), then by OpenCV on the
+# loader threads (--gpu-jpeg off), the CPU-decode baseline of the same run. The inputs are made by the server from the sample photo: reconstructed at
 # full rank, resized (bench/resize_ppm.py), compressed at full rank into JPEG (quality 90) and PNG.
 #
 # Usage: bench/ingest_bench.sh [BUILD_DIR (build)] [OUT_DIR (ingest-bench-out)]
@@ -26,15 +27,25 @@ rsvd_bench="${INGEST_RSVD_BENCH:-$build/bench/svdserve_rsvd_bench}"
 cli=("$build/client/svdserve-cli" --server "127.0.0.1:$port")
 mkdir -p "$out"
 
-"$build/server/svdserve" --config config/svdserve.textproto --listen "127.0.0.1:$port" \
-  --backend "$backend" --log-level warn --max-image-width 4096 --max-image-height 4096 &
-server_pid=$!
-trap 'kill -TERM $server_pid 2>/dev/null; wait $server_pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 150); do
-  if "${cli[@]}" --timeout 1 health >/dev/null 2>&1; then break; fi
-  if ! kill -0 $server_pid 2>/dev/null; then echo "ingest_bench: the server exited" >&2; exit 1; fi
-  sleep 0.2
-done
+server_pid=""
+start_server() {  # extra server flags...
+  "$build/server/svdserve" --config config/svdserve.textproto --listen "127.0.0.1:$port" \
+    --backend "$backend" --log-level warn --max-image-width 4096 --max-image-height 4096 "$@" &
+  server_pid=$!
+  for _ in $(seq 1 150); do
+    if "${cli[@]}" --timeout 1 health >/dev/null 2>&1; then return 0; fi
+    if ! kill -0 "$server_pid" 2>/dev/null; then echo "ingest_bench: the server exited" >&2; exit 1; fi
+    sleep 0.2
+  done
+  echo "ingest_bench: the server did not become ready" >&2
+  exit 1
+}
+stop_server() {
+  kill -TERM "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+}
+trap stop_server EXIT
+start_server --gpu-jpeg nvjpeg
 "${cli[@]}" server-info | tee "$out/server-info.txt"
 
 # The 868x600 sample at full rank as PPM, resized, then encoded by the server.
@@ -51,15 +62,20 @@ done
 inputs+=("$out/photo1024x1024.png")
 
 status=0
-for input in "${inputs[@]}"; do
-  name="$(basename "$input")"
-  for op in decompose compress; do
-    echo; echo "== $op $name"
-    "${cli[@]}" bench --op "$op" --image "$input" --max-rank 64 --rank 32 \
-      --concurrency "$concurrency" --duration "$duration" --warmup "$warmup" \
-      --json "$out/ingest_${op}_${name}.json" || status=$?
+for decoder in nvjpeg off; do
+  if [ "$decoder" = off ]; then stop_server; start_server --gpu-jpeg off; fi
+  for input in "${inputs[@]}"; do
+    name="$(basename "$input")"
+    case "$name" in *.png) [ "$decoder" = off ] && continue ;; esac  # PNG: OpenCV either way
+    for op in decompose compress; do
+      echo; echo "== $op $name, JPEG decoder $decoder"
+      "${cli[@]}" bench --op "$op" --image "$input" --max-rank 64 --rank 32 \
+        --concurrency "$concurrency" --duration "$duration" --warmup "$warmup" \
+        --json "$out/ingest_${decoder}_${op}_${name}.json" || status=$?
+    done
   done
 done
+stop_server
 
 rsvd_rate=""
 if [ -x "$rsvd_bench" ]; then
@@ -77,17 +93,29 @@ if rsvd_path:
         if result['side'] == 1024 and bound is None:
             bound = result['matrices_per_s'] / 3  # three channels per RGB photo
 print()
-print(f"{'input':<22} {'op':<10} {'images/s':>10} {'p50 ms':>8}  ratio to the 1024² rSVD bound")
+print(f"{'input':<22} {'op':<10} {'decoder':<8} {'images/s':>10} {'p50 ms':>8}  "
+      "to the rSVD bound / to OpenCV decode")
 if bound:
-    print(f"{'(rSVD 1024², rank 64)':<22} {'':<10} {bound:>10.1f}")
+    print(f"{'(rSVD 1024², rank 64)':<22} {'':<10} {'':<8} {bound:>10.1f}")
+rates = {}
+rows = []
 for path in reports:
     row = json.load(open(path))
+    decoder = path.split('/')[-1].split('_')[1]
     name = row['image'].split('/')[-1]
-    errors = sum(row['errors'].values())
-    ratio = ''
+    rates[(name, row['op'], decoder)] = row['images_per_second']
+    rows.append((name, row['op'], decoder, row))
+for name, op, decoder, row in sorted(rows, key=lambda r: (r[0], r[1], r[2] != 'nvjpeg')):
+    notes = []
     if bound and '1024x1024' in name:
-        ratio = f"{100 * row['images_per_second'] / bound:.1f} %"
-    print(f"{name:<22} {row['op']:<10} {row['images_per_second']:>10.1f} "
-          f"{row['latency_ms']['p50']:>8.2f}  {ratio}" + (f"  ({errors} failed)" if errors else ''))
+        notes.append(f"{100 * row['images_per_second'] / bound:.1f} % of rSVD")
+    baseline = rates.get((name, op, 'off'))
+    if decoder == 'nvjpeg' and baseline:
+        notes.append(f"{row['images_per_second'] / baseline:.2f}x OpenCV")
+    errors = sum(row['errors'].values())
+    if errors:
+        notes.append(f"{errors} failed")
+    print(f"{name:<22} {op:<10} {decoder:<8} {row['images_per_second']:>10.1f} "
+          f"{row['latency_ms']['p50']:>8.2f}  " + ', '.join(notes))
 PY
 exit $status

@@ -56,8 +56,8 @@ class GpuBackend final : public Backend {
                         : static_cast<std::size_t>(options.memory_fraction * free_bytes);
     pool_ = std::make_unique<DeviceMemoryPool>(
         options.device, static_cast<std::size_t>(kPoolHeadroom * budget_bytes_));
-    std::string no_jpeg_reason;
-    jpeg_decoder_ = JpegDecoder::create(no_jpeg_reason);
+    std::string no_jpeg_reason = "turned off";
+    if (options.decode_jpeg) jpeg_decoder_ = JpegDecoder::create(no_jpeg_reason);
     if (jpeg_decoder_) {
       for (std::size_t i = 0; i < streams_.size(); ++i) {
         jpeg_states_.push_back(jpeg_decoder_->make_stream_state());

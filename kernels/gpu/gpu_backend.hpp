@@ -18,6 +18,7 @@ struct GpuBackendOptions {
   std::size_t budget_bytes = 0;
   double memory_fraction = 0.8;
   SvdMethod svd_method = SvdMethod::automatic;
+  bool decode_jpeg = true;  // nvJPEG, where the host has it; else the loaders decode every format
 };
 
 // Throws FailedPrecondition when no usable device is present.

@@ -20,6 +20,7 @@ std::unique_ptr<Backend> make_gpu(const v1::ServerConfig& config) {
   options.memory_fraction = config.gpu_memory_fraction();
   options.svd_method = config.gpu_svd() == v1::GPU_SVD_EXACT ? gpu::SvdMethod::gesvd
                                                              : gpu::SvdMethod::automatic;
+  options.decode_jpeg = config.gpu_jpeg() != v1::GPU_JPEG_OFF;
   return gpu::make_gpu_backend(options);
 }
 #endif

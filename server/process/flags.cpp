@@ -59,6 +59,12 @@ const std::map<std::string, Setter>& setters() {
          }
          c.set_gpu_svd(v == "exact" ? v1::GPU_SVD_EXACT : v1::GPU_SVD_AUTOMATIC);
        }},
+      {"gpu-jpeg", [](auto& c, auto& f, auto& v) {
+         if (v != "nvjpeg" && v != "off") {
+           throw InvalidArgument("--" + f + " must be nvjpeg or off, got '" + v + "'");
+         }
+         c.set_gpu_jpeg(v == "off" ? v1::GPU_JPEG_OFF : v1::GPU_JPEG_NVJPEG);
+       }},
       {"drain-timeout-ms", [](auto& c, auto& f, auto& v) { c.set_drain_timeout_ms(static_cast<uint32_t>(parse_number(f, v))); }},
   };
   return table;
@@ -115,6 +121,7 @@ usage: svdserve [--config FILE] [flags]
   --host-buffer-pool-mib N  recycled Reconstruct response memory (page-locked on the GPU)
   --gpu-streams N           CUDA streams (GPU backend)
   --gpu-svd automatic|exact GPU decompose: randomized (fast) or Xgesvd (LAPACK accuracy)
+  --gpu-jpeg nvjpeg|off     GPU backend: JPEGs decoded on the device, or by OpenCV
   --metrics-port N          Prometheus /metrics port (0: off)
   --drain-timeout-ms N      graceful shutdown limit
   --log-level LEVEL         trace, debug, info, warn, error

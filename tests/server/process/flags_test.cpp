@@ -50,7 +50,7 @@ TEST(Flags, OverridesReachTheConfig) {
              "--max-batch-size", "32", "--max-queue-delay-us", "250", "--queue-capacity", "64",
              "--memory-budget-mib", "2", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100",
              "--cpu-svd", "exact", "--gpu-streams", "2", "--gpu-svd", "exact",
-             "--drain-timeout-ms", "1500"});
+             "--gpu-jpeg", "off", "--drain-timeout-ms", "1500"});
   EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
   EXPECT_EQ(command_line.load_dir, "/data");
 
@@ -91,6 +91,11 @@ TEST(Flags, GpuSvdNamesTheMethodsItKnows) {
   apply_overrides(parse({"--gpu-svd=automatic"}), config);
   EXPECT_EQ(config.gpu_svd(), v1::GPU_SVD_AUTOMATIC);
   EXPECT_THROW(apply_overrides(parse({"--gpu-svd", "fast"}), config), InvalidArgument);
+  apply_overrides(parse({"--gpu-jpeg=off"}), config);
+  EXPECT_EQ(config.gpu_jpeg(), v1::GPU_JPEG_OFF);
+  apply_overrides(parse({"--gpu-jpeg", "nvjpeg"}), config);
+  EXPECT_EQ(config.gpu_jpeg(), v1::GPU_JPEG_NVJPEG);
+  EXPECT_THROW(apply_overrides(parse({"--gpu-jpeg", "cpu"}), config), InvalidArgument);
 }
 
 TEST(Flags, LaterFlagsWin) {
@@ -166,7 +171,7 @@ TEST(Flags, UsageMentionsEveryFlag) {
   for (const char* flag :
        {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders", "--encoders", "--cpu-compute-threads",
         "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
-        "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--metrics-port", "--drain-timeout-ms", "--log-level", "--version",
+        "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--gpu-jpeg", "--metrics-port", "--drain-timeout-ms", "--log-level", "--version",
         "--help"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
