@@ -30,7 +30,7 @@ mkdir -p "$out"
 server_pid=""
 start_server() {  # extra server flags...
   "$build/server/svdserve" --config config/svdserve.textproto --listen "127.0.0.1:$port" \
-    --backend "$backend" --log-level warn --max-image-width 4096 --max-image-height 4096 "$@" &
+    --backend "$backend" --log-level warn "$@" &
   server_pid=$!
   for _ in $(seq 1 150); do
     if "${cli[@]}" --timeout 1 health >/dev/null 2>&1; then return 0; fi
@@ -80,8 +80,10 @@ stop_server
 rsvd_rate=""
 if [ -x "$rsvd_bench" ]; then
   echo; echo "== $rsvd_bench"
-  "$rsvd_bench" --images "$images_dir" --json "$out/rsvd.json" | tee "$out/rsvd.txt" || status=$?
-  rsvd_rate="$out/rsvd.json"
+  if "$rsvd_bench" --images "$images_dir" --json "$out/rsvd.json" | tee "$out/rsvd.txt" &&
+     [ -s "$out/rsvd.json" ]; then
+    rsvd_rate="$out/rsvd.json"
+  fi
 fi
 
 python3 - "$rsvd_rate" "$out"/ingest_*.json <<'PY'
