@@ -3,14 +3,15 @@
 # carried (.ci/bundle.sh): the benchmarks of docs/PERFORMANCE.md, each printing its table and
 # ratio to a limit measured in the same run. Tables go to stdout and $OUT/*.txt, JSON into
 # $OUT/bench-json.tar (the device tool returns at most 8 files).
-#   usage: .ci/device-bench.sh [quick] [only=kernel,pipeline,svd,rsvd,e2e,e2e-stream,ingest]
+#   usage: .ci/device-bench.sh [quick] [only=kernel,pipeline,svd,rsvd,e2e,e2e-stream,ingest,cpu]
 # (e2e: unary Reconstruct against Echo; e2e-stream: the same through ReconstructStream, 4 items a
 # stream, as `svdserve-cli run` sends them; not in the default set. ingest: JPEG and PNG photos
-# decomposed and compressed over gRPC beside the randomized SVD's rate.)
+# decomposed and compressed over gRPC beside the randomized SVD's rate. cpu: the CPU backend
+# against numpy on the host's cores, bench/cpu_vs_numpy.py.)
 set -uo pipefail
 out="${OUT:-/tmp/svdserve-out}"
 mkdir -p "$out/json"
-quick=""; only="kernel,pipeline,svd,rsvd,e2e,ingest"
+quick=""; only="kernel,pipeline,svd,rsvd,e2e,ingest,cpu"
 for arg in "$@"; do
   case "$arg" in
     quick) quick="--quick" ;;
@@ -48,4 +49,6 @@ if wants e2e || wants e2e-stream || wants ingest; then
   wants ingest && INGEST_RSVD_BENCH="$root/bin/svdserve_rsvd_bench" \
     run ingest-bench bash bench/ingest_bench.sh "$fake" "$out/json/ingest"
 fi
+wants cpu && run cpu-vs-numpy python3 bench/cpu_vs_numpy.py --svdserve "$root/bin/svdserve" \
+  --cli "$root/bin/svdserve-cli" --images "$SVDSERVE_TEST_IMAGES"
 tar -C "$out" -cf "$out/bench-json.tar" json && rm -rf "$out/json"
