@@ -33,17 +33,22 @@ class GpuServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
-    cpu_server_ = start(test_config());
+    v1::ServerConfig cpu_config = test_config();
+    cpu_config.set_cpu_svd(v1::CPU_SVD_EXACT);  // LAPACK: the reference
+    cpu_server_ = start(cpu_config);
     cpu_ = connect(*cpu_server_);
     start_gpu(v1::GPU_SVD_EXACT);
   }
 
-  void start_gpu(v1::GpuSvd method) {
+  // jpeg: GPU_JPEG_OFF decodes JPEGs with OpenCV, as the CPU server does, so that only the SVD
+  // differs; GPU_JPEG_NVJPEG decodes them on the device.
+  void start_gpu(v1::GpuSvd method, v1::GpuJpeg jpeg = v1::GPU_JPEG_OFF) {
     gpu_.reset();
     gpu_server_.reset();
     v1::ServerConfig gpu_config = test_config();
     gpu_config.set_backend(v1::BACKEND_KIND_GPU);
     gpu_config.set_gpu_svd(method);
+    gpu_config.set_gpu_jpeg(jpeg);
     gpu_config.set_memory_budget_bytes(std::size_t{1} << 30);
     gpu_server_ = start(gpu_config);
     gpu_ = connect(*gpu_server_);
@@ -180,6 +185,23 @@ TEST_F(GpuServerTest, AutomaticSvdAgreesWithTheCpuBackendWithinItsTolerances) {
   randomized.max_fraction_differing = 0.10;
   randomized.max_fraction_beyond_one_level = 0.02;
   RecordProperty("values_differing", std::to_string(compare_with_cpu(randomized)));
+}
+
+// JPEGs decoded on the device (nvJPEG) decompose like OpenCV's decode of them: the decoders
+// differ by at most one level in some values, which moves singular values by far less than 1e-3
+// of the largest and rank-k reconstructions by a small part of their own error.
+TEST_F(GpuServerTest, NvjpegDecodedPhotosDecomposeLikeOpenCvDecodedOnes) {
+  start_gpu(v1::GPU_SVD_EXACT, v1::GPU_JPEG_NVJPEG);
+  auto info = gpu_->server_info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_NE(info->device().find("JPEG: libnvjpeg"), std::string::npos) << info->device();
+  Agreement decoded_elsewhere;
+  decoded_elsewhere.sigma_of_largest = 1e-3;
+  decoded_elsewhere.error_squared = 1e-2;
+  decoded_elsewhere.max_difference_of_error = 0.1;
+  decoded_elsewhere.max_fraction_differing = 0.5;
+  decoded_elsewhere.max_fraction_beyond_one_level = 0.01;
+  RecordProperty("values_differing", std::to_string(compare_with_cpu(decoded_elsewhere)));
 }
 
 // The zero-copy Reconstruct on the GPU: its pool buffers are page-locked, so the device copies
