@@ -25,11 +25,15 @@ struct JpegHeader {
   JpegCoding coding = JpegCoding::other;
   // The stream ends in an EOI marker (trailing zero padding allowed): a truncated upload does not.
   bool complete = false;
+  // Everything up to the first scan's data is well formed: quantisation and Huffman tables that
+  // can be built, a frame header whose components name defined tables, and a scan header that
+  // names frame components and defined tables. Only such files reach a decoder on the device.
+  bool well_formed = false;
 };
 
 // The header of a JPEG stream (SOI, then markers up to the first SOF), or nullopt when the bytes
-// are not a JPEG or its markers are malformed or truncated before the frame header. Reads only
-// the marker segments; never the entropy-coded data.
+// are not a JPEG or its markers are malformed or truncated before the frame header. Reads the
+// marker segments up to the first scan's data (for well_formed), never the entropy-coded data.
 [[nodiscard]] std::optional<JpegHeader> read_jpeg_header(std::span<const std::byte> bytes) noexcept;
 
 }  // namespace svdserve

@@ -125,34 +125,22 @@ TEST_F(GpuJpegDecoder, GreyRestartMarkersAndOddSizesMatchOpenCv) {
   }
 }
 
-// Offset of the first `marker` segment (0xFF, marker) after SOI.
-std::size_t find_marker(const std::vector<uint8_t>& bytes, uint8_t marker) {
-  for (std::size_t i = 2; i + 1 < bytes.size(); ++i) {
-    if (bytes[i] == 0xFF && bytes[i + 1] == marker) return i;
-  }
-  ADD_FAILURE() << "no marker " << int{marker};
-  return bytes.size();
-}
-
-// Damage the decoder can see: no scan at all, or a Huffman table that cannot be built. (Entropy-
-// coded data cut short behind an intact end marker is not among it: like libjpeg, nvJPEG decodes
-// what is there; a cut without the end marker never reaches it, see JpegDecoder::takes.)
-TEST_F(GpuJpegDecoder, DamagedDataIsInvalidArgumentAndTheDecoderKeepsWorking) {
+// Entropy-coded data cut short behind an intact end marker: like libjpeg, nvJPEG decodes what is
+// there (damaged headers and tables never reach it: JpegDecoder::takes, tests/kernels/
+// jpeg_header_test.cpp). The decoder must come through and keep decoding correctly.
+TEST_F(GpuJpegDecoder, CutEntropyDataDecodesAndTheDecoderKeepsWorking) {
   const cv::Mat photo = test::read_test_image("baboon.jpg", cv::IMREAD_COLOR);
   const std::vector<uint8_t> good = encode_jpeg(photo);
-
-  std::vector<uint8_t> no_scan(good.begin(), good.begin() + find_marker(good, 0xDA));
-  no_scan.push_back(0xFF);
-  no_scan.push_back(0xD9);
-  EXPECT_THROW((void)decode_on_device(no_scan), InvalidArgument);
-
-  std::vector<uint8_t> bad_table = good;
-  const std::size_t table = find_marker(bad_table, 0xC4);
-  // The 16 code-length counts after the length and class bytes: all 0xFF overflows every length.
-  for (std::size_t i = table + 5; i < table + 21 && i < bad_table.size(); ++i) bad_table[i] = 0xFF;
-  EXPECT_THROW((void)decode_on_device(bad_table), InvalidArgument);
-
-  EXPECT_GE(share_within_one_level(good, "after damaged files"), kWithinOneLevel);
+  for (const std::size_t keep : {good.size() / 3, good.size() / 2, good.size() - 100}) {
+    std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(keep));
+    cut.insert(cut.end(), {0xFF, 0xD9});
+    try {
+      (void)decode_on_device(cut);
+    } catch (const InvalidArgument&) {
+      // nvJPEG may also notice: either way the request gets an answer and nothing breaks.
+    }
+  }
+  EXPECT_GE(share_within_one_level(good, "after cut files"), kWithinOneLevel);
 }
 
 TEST_F(GpuJpegDecoder, ABatchDecodesEveryImageIntoItsOwnBuffer) {
@@ -187,7 +175,7 @@ TEST_F(GpuJpegDecoder, ABatchDecodesEveryImageIntoItsOwnBuffer) {
 
 TEST(GpuJpegDecoderRouting, TakesSequential8BitGreyOrColourOnly) {
   JpegHeader header{.width = 64, .height = 64, .components = 3, .precision = 8,
-                    .coding = JpegCoding::baseline, .complete = true};
+                    .coding = JpegCoding::baseline, .complete = true, .well_formed = true};
   EXPECT_TRUE(gpu::JpegDecoder::takes(header));
   header.components = 1;
   EXPECT_TRUE(gpu::JpegDecoder::takes(header));
@@ -203,6 +191,9 @@ TEST(GpuJpegDecoderRouting, TakesSequential8BitGreyOrColourOnly) {
   JpegHeader truncated = header;
   truncated.complete = false;
   EXPECT_FALSE(gpu::JpegDecoder::takes(truncated));
+  JpegHeader damaged = header;
+  damaged.well_formed = false;
+  EXPECT_FALSE(gpu::JpegDecoder::takes(damaged));
 }
 
 // Through the backend: a JPEG decoded on the device decomposes like OpenCV's decode of it.

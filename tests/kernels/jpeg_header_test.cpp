@@ -36,6 +36,7 @@ TEST(JpegHeader, ReadsSizeComponentsAndCodingOfABaselineColourJpeg) {
   EXPECT_EQ(header->precision, 8U);
   EXPECT_EQ(header->coding, JpegCoding::baseline);
   EXPECT_TRUE(header->complete);
+  EXPECT_TRUE(header->well_formed);
 }
 
 TEST(JpegHeader, GreyIsOneComponent) {
@@ -84,6 +85,50 @@ TEST(JpegHeader, ReadsTheDeclaredSizeOfAHugeImageWithoutDecodingIt) {
   ASSERT_TRUE(header);
   EXPECT_EQ(header->height, 32768U);
   EXPECT_EQ(header->width, 65535U);
+}
+
+// Offset of the first (0xFF, marker) pair after SOI.
+std::size_t find_marker(const std::vector<uint8_t>& bytes, uint8_t marker) {
+  for (std::size_t i = 2; i + 1 < bytes.size(); ++i) {
+    if (bytes[i] == 0xFF && bytes[i + 1] == marker) return i;
+  }
+  ADD_FAILURE() << "no marker " << int{marker};
+  return bytes.size();
+}
+
+TEST(JpegHeader, DamagedTablesOrScanHeadersAreNotWellFormed) {
+  const std::vector<uint8_t> good = encode(noise(32, 48, CV_8UC3));
+  ASSERT_TRUE(header_of(good)->well_formed);
+  for (const auto& header : {header_of(encode(noise(16, 8, CV_8UC1))),
+                             header_of(encode(noise(64, 64, CV_8UC3),
+                                              {cv::IMWRITE_JPEG_RST_INTERVAL, 2}))}) {
+    ASSERT_TRUE(header);
+    EXPECT_TRUE(header->well_formed);
+  }
+
+  std::vector<uint8_t> no_scan(good.begin(), good.begin() + find_marker(good, 0xDA));
+  no_scan.insert(no_scan.end(), {0xFF, 0xD9});
+  ASSERT_TRUE(header_of(no_scan));
+  EXPECT_TRUE(header_of(no_scan)->complete);
+  EXPECT_FALSE(header_of(no_scan)->well_formed);
+
+  std::vector<uint8_t> bad_huffman = good;
+  const std::size_t table = find_marker(bad_huffman, 0xC4);
+  for (std::size_t i = table + 5; i < table + 21; ++i) bad_huffman[i] = 0xFF;  // code counts
+  EXPECT_FALSE(header_of(bad_huffman)->well_formed);
+
+  std::vector<uint8_t> bad_quantisation = good;
+  bad_quantisation[find_marker(bad_quantisation, 0xDB) + 4] = 0x27;  // 16-bit table id 7
+  EXPECT_FALSE(header_of(bad_quantisation)->well_formed);
+
+  std::vector<uint8_t> undefined_table = good;
+  const std::size_t scan = find_marker(undefined_table, 0xDA);
+  undefined_table[scan + 6] = 0x33;  // the first scan component's DC/AC tables: 3, never defined
+  EXPECT_FALSE(header_of(undefined_table)->well_formed);
+
+  std::vector<uint8_t> unknown_component = good;
+  unknown_component[scan + 5] = 0x7E;  // a component id the frame does not have
+  EXPECT_FALSE(header_of(unknown_component)->well_formed);
 }
 
 TEST(JpegHeader, OtherFormatsAndMalformedMarkersAreNotJpegs) {

@@ -97,7 +97,7 @@ JpegDecoder::~JpegDecoder() {
 }
 
 bool JpegDecoder::takes(const JpegHeader& header) noexcept {
-  return header.complete && header.precision == 8 &&
+  return header.complete && header.well_formed && header.precision == 8 &&
          (header.components == 1 || header.components == 3) &&
          (header.coding == JpegCoding::baseline || header.coding == JpegCoding::extended);
 }

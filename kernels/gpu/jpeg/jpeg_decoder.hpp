@@ -40,7 +40,8 @@ class JpegDecoder {
   [[nodiscard]] const std::string& description() const noexcept { return description_; }
 
   // The JPEGs this decoder takes: 8-bit grey or YCbCr, sequential Huffman (baseline or extended),
-  // complete. Progressive, 12-bit, CMYK and damaged files are left to the CPU decoders, which
+  // complete, with well-formed tables and headers (nvJPEG's parser is not made for hostile
+  // input). Progressive, 12-bit, CMYK and damaged files are left to the CPU decoders, which
   // either decode them or say why not.
   [[nodiscard]] static bool takes(const JpegHeader& header) noexcept;
 

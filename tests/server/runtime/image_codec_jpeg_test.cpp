@@ -94,6 +94,21 @@ TEST(ImageCodecJpeg, ADeclaredSizeOverTheLimitsIsRefusedAtTheHeader) {
   }
 }
 
+TEST(ImageCodecJpeg, AJpegWithDamagedTablesGoesToOpenCvAndIsInvalidArgument) {
+  std::vector<uint8_t> bytes = encode_jpeg(noise(32, 32, CV_8UC3));
+  for (std::size_t i = 2; i + 21 < bytes.size(); ++i) {
+    if (bytes[i] == 0xFF && bytes[i + 1] == 0xC4) {  // the first Huffman table's code counts
+      for (std::size_t j = i + 5; j < i + 21; ++j) bytes[j] = 0xFF;
+      break;
+    }
+  }
+  const DeviceJpegFilter only_well_formed = [](const JpegHeader& header) {
+    return header.well_formed;
+  };
+  EXPECT_THROW((void)decode_image(source_of(bytes), ImageLimits{}, only_well_formed),
+               InvalidArgument);
+}
+
 TEST(ImageCodecJpeg, ATruncatedJpegIsNotPassedOn) {
   std::vector<uint8_t> bytes = encode_jpeg(noise(64, 64, CV_8UC3));
   bytes.resize(bytes.size() / 2);
