@@ -30,7 +30,7 @@ for t in svdserve_gpu_kernel_tests svdserve_integration_tests; do
   "$root/bin/$t" --gtest_filter="$filter" --gtest_brief=1 > "$out/$t.log" 2>&1
   rc=$?; status=$((status | rc))
   tail -4 "$out/$t.log"; grep -E "SKIPPED|FAILED" "$out/$t.log" | head -20
-  grep -E "GPU vs CPU" "$out/$t.log"
+  grep -E "GPU vs CPU|\[ jpeg \]" "$out/$t.log"
 done
 
 step "CPU suites on this machine too"
@@ -39,6 +39,7 @@ for t in svdserve_kernels_tests svdserve_server_tests svdserve_integration_tests
   [ "$t" = svdserve_integration_tests ] && filter='-GpuServerTest.*:BinariesTest.*'
   "$root/bin/$t" --gtest_filter="$filter" --gtest_brief=1 > "$out/$t-cpu.log" 2>&1
   rc=$?; status=$((status | rc)); echo "$t: rc=$rc $(tail -1 "$out/$t-cpu.log")"
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$out/$t-cpu.log" | sort -u | head -20
 done
 
 step "compute-sanitizer memcheck / racecheck on the GPU tests (every kernel of ours, small shapes)"
