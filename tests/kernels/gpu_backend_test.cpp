@@ -85,7 +85,7 @@ class GpuBackendTest : public ::testing::TestWithParam<Case> {
     options.budget_bytes = std::size_t{1} << 30;
     options.svd_method = GetParam().method;
     gpu_ = gpu::make_gpu_backend(options);
-    cpu_ = make_cpu_backend({.threads = 2});
+    cpu_ = make_cpu_backend({.threads = 2, .svd_method = CpuSvdMethod::exact});  // LAPACK
   }
 
   std::unique_ptr<Backend> gpu_;
