@@ -1,5 +1,6 @@
-// The CPU backend: a truncated SVD per plane for decompose (kernels/cpu/svd.hpp), cblas_sgemm
-// per row band for reconstruct, both on a small pool of worker threads with one OpenBLAS thread each.
+// The CPU backend: a truncated SVD per plane for decompose (kernels/cpu/svd.hpp), the fused
+// tiled reconstruction per row band (kernels/cpu/reconstruct.hpp), both on a small pool of
+// worker threads with one OpenBLAS thread each.
 
 #include <cblas.h>
 
