@@ -93,36 +93,6 @@ DecodedImage decode_raw(const RawPixels& raw, const ImageLimits& limits) {
   return from_mat(wrapped);
 }
 
-// The JPEG's size from its header, checked before any decoding; the JPEG itself when the backend
-// decodes it (nullopt: decode on the host).
-std::optional<DecodedImage> pass_jpeg_through(std::span<const std::byte> encoded,
-                                              const ImageLimits& limits,
-                                              const DeviceJpegFilter& device_decodes) {
-  const std::optional<JpegHeader> header = read_jpeg_header(encoded);
-  if (!header) return std::nullopt;
-  // Channels are checked after decoding: OpenCV turns CMYK into BGR.
-  check_dimensions(header->width, header->height, 1, limits);
-  if (!device_decodes || !device_decodes(*header)) return std::nullopt;
-  if (encoded.size() > limits.max_bytes) {
-    throw InvalidArgument("image is " + std::to_string(encoded.size()) +
-                          " bytes, over the server's max_image_bytes of " +
-                          std::to_string(limits.max_bytes));
-  }
-  DecodedImage image;
-  image.shape = {header->width, header->height, header->components};
-  image.type = SampleType::u8;
-  image.jpeg.assign(encoded.begin(), encoded.end());
-  return image;
-}
-
-DecodedImage decode_encoded_bytes(std::span<const std::byte> encoded, const ImageLimits& limits,
-                                  const DeviceJpegFilter& device_decodes) {
-  if (std::optional<DecodedImage> jpeg = pass_jpeg_through(encoded, limits, device_decodes)) {
-    return std::move(*jpeg);
-  }
-  return decode_encoded(encoded, limits);
-}
-
 // A view of interleaved u8 pixels for imencode, which only reads them.
 cv::Mat wrap_u8(std::span<const std::byte> pixels, const ImageShape& shape) {
   return {static_cast<int>(shape.height), static_cast<int>(shape.width),
@@ -138,7 +108,8 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits) {
+DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits,
+                            const DeviceJpegFilter& device_decodes) {
   trace::ScopedRange range("decode");
   if (encoded.empty()) throw InvalidArgument("image bytes are empty");
   if (encoded.size() > limits.max_bytes) {
@@ -146,9 +117,17 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
                           " bytes, over the server's max_image_bytes of " +
                           std::to_string(limits.max_bytes));
   }
-  // A small JPEG can declare a huge image: refuse it at the header, before decoding.
   if (const std::optional<JpegHeader> header = read_jpeg_header(encoded)) {
+    // A small JPEG can declare a huge image: refuse it at the header, before decoding. Channels
+    // are checked after decoding: OpenCV turns CMYK into BGR.
     check_dimensions(header->width, header->height, 1, limits);
+    if (device_decodes && device_decodes(*header)) {
+      DecodedImage image;
+      image.shape = {header->width, header->height, header->components};
+      image.type = SampleType::u8;
+      image.jpeg.assign(encoded.begin(), encoded.end());
+      return image;
+    }
   }
   const cv::Mat buffer(1, static_cast<int>(encoded.size()), CV_8U,
                        const_cast<std::byte*>(encoded.data()));
@@ -177,13 +156,13 @@ DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits,
       throw InvalidArgument("request has no image: set image.encoded or image.raw");
     }
     DecodedImage operator()(const EncodedImage& encoded) const {
-      return decode_encoded_bytes(encoded.bytes, limits, device_decodes);
+      return decode_encoded(encoded.bytes, limits, device_decodes);
     }
     DecodedImage operator()(const RawPixels& raw) const { return decode_raw(raw, limits); }
     DecodedImage operator()(const ImageFile& file) const {
       const std::string bytes = read_file(file.path);
-      return decode_encoded_bytes(std::as_bytes(std::span(bytes.data(), bytes.size())), limits,
-                                  device_decodes);
+      return decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), limits,
+                            device_decodes);
     }
   };
   return std::visit(Decode{limits, device_decodes}, source);

@@ -34,7 +34,8 @@ using DeviceJpegFilter = std::function<bool(const JpegHeader&)>;
 [[nodiscard]] DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits,
                                         const DeviceJpegFilter& device_decodes = {});
 [[nodiscard]] DecodedImage decode_encoded(std::span<const std::byte> encoded,
-                                          const ImageLimits& limits);
+                                          const ImageLimits& limits,
+                                          const DeviceJpegFilter& device_decodes = {});
 
 // PNG of interleaved u8 pixels (1, 3 or 4 channels in OpenCV's BGR(A) order).
 [[nodiscard]] std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape);

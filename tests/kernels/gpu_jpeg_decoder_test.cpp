@@ -26,11 +26,7 @@
 namespace svdserve {
 namespace {
 
-std::vector<uint8_t> encode_jpeg(const cv::Mat& image, const std::vector<int>& parameters = {}) {
-  std::vector<uint8_t> bytes;
-  EXPECT_TRUE(cv::imencode(".jpg", image, bytes, parameters));
-  return bytes;
-}
+using test::encode_jpeg;
 
 std::span<const std::byte> as_bytes(const std::vector<uint8_t>& bytes) {
   return std::as_bytes(std::span(bytes));

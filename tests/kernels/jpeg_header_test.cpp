@@ -8,13 +8,13 @@
 #include <span>
 #include <vector>
 
+#include "test_images.hpp"
+
 namespace svdserve {
 namespace {
 
 std::vector<uint8_t> encode(const cv::Mat& image, const std::vector<int>& parameters = {}) {
-  std::vector<uint8_t> bytes;
-  EXPECT_TRUE(cv::imencode(".jpg", image, bytes, parameters));
-  return bytes;
+  return test::encode_jpeg(image, parameters);
 }
 
 std::optional<JpegHeader> header_of(const std::vector<uint8_t>& bytes) {

@@ -71,6 +71,14 @@ std::vector<uint8_t> read_test_file(const std::string& file_name) {
   return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
 }
 
+std::vector<uint8_t> encode_jpeg(const cv::Mat& image, const std::vector<int>& parameters) {
+  std::vector<uint8_t> bytes;
+  if (!cv::imencode(".jpg", image, bytes, parameters)) {
+    throw std::runtime_error("OpenCV could not encode a JPEG");
+  }
+  return bytes;
+}
+
 ImageF32 image_from_mat(const cv::Mat& mat) {
   ImageF32 image;
   image.shape = {static_cast<uint32_t>(mat.cols), static_cast<uint32_t>(mat.rows),

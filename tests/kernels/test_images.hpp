@@ -25,6 +25,10 @@ namespace svdserve::test {
 // The bytes of a file of SVDSERVE_TEST_IMAGES, as stored; throws when missing.
 [[nodiscard]] std::vector<uint8_t> read_test_file(const std::string& file_name);
 
+// imencode's JPEG of `image` (parameters as there); throws when OpenCV cannot encode it.
+[[nodiscard]] std::vector<uint8_t> encode_jpeg(const cv::Mat& image,
+                                               const std::vector<int>& parameters = {});
+
 // 8-bit values as they are, 16-bit scaled by 255/65535; any channel count, planar out.
 [[nodiscard]] ImageF32 image_from_mat(const cv::Mat& mat);
 
