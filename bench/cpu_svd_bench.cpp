@@ -25,6 +25,7 @@
 
 #include "bench/bench_images.hpp"
 #include "kernels/backend.hpp"
+#include "kernels/cpu/blas_kernels.hpp"
 #include "kernels/cpu/exact_svd.hpp"
 #include "kernels/cpu/randomized_svd.hpp"
 
@@ -212,6 +213,9 @@ int main(int argc, char** argv) {
   }
   const auto folder = bench::images_folder(argv[0], args.images);
   if (!folder) return bench::kUsageExitCode;
+  // The kernels the server would use, for every measurement below.
+  const std::string kernel_choice = cpu_blas::use_best_kernels();
+  if (!kernel_choice.empty()) std::printf("%s\n", kernel_choice.c_str());
   const std::vector<ImageF32> photos = load_photos(*folder, args.size, args.photos);
   if (photos.empty()) return bench::kUsageExitCode;
   std::printf("%zu photos at %ux%u RGB, rank %u, %u hardware threads\n", photos.size(), args.size,

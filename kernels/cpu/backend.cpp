@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "kernels/cpu/blas_kernels.hpp"
 #include "kernels/cpu/factors.hpp"
 #include "kernels/cpu/reconstruct.hpp"
 #include "kernels/cpu/svd.hpp"
@@ -149,10 +150,12 @@ class CpuBackend final : public Backend {
     // 512^2 sgesdd, 2 cores: 2 BLAS threads 1.0-1.1x one; 2 concurrent solves 1.7-2.0x.
     // One BLAS thread per call also cannot oversubscribe when pipeline threads overlap. The
     // setting is process-wide; nothing else in the server calls BLAS.
+    const std::string kernel_choice = cpu_blas::use_best_kernels();
     openblas_set_num_threads(1);
     description_ = "CPU backend: " + std::to_string(workers) + " worker threads on " +
                    cpu_model_name() + " (" + std::to_string(std::thread::hardware_concurrency()) +
                    " hardware threads), " + openblas_get_config();
+    if (!kernel_choice.empty()) description_ += " (" + kernel_choice + ")";
   }
 
   [[nodiscard]] std::string name() const override { return "cpu"; }
