@@ -20,12 +20,17 @@ build_tools=(
   libpng-dev libjpeg-dev libwebp-dev libtiff-dev zlib1g-dev liblzma-dev libjbig-dev libdeflate-dev libzstd-dev
 )
 
-# --runtime: the libraries only (the Docker runtime image).
-if [ "${1:-}" = "--runtime" ]; then
-  packages=(ca-certificates "${libraries[@]}")
-else
-  packages=("${libraries[@]}" "${build_tools[@]}")
-fi
+# --runtime: the libraries only (the Docker runtime image). --fuzz: also Clang and its libFuzzer
+# runtime (.ci/fuzz.sh); Debian names that package after Clang's major version.
+case "${1:-}" in
+  --runtime) packages=(ca-certificates "${libraries[@]}") ;;
+  --fuzz)
+    packages=("${libraries[@]}" "${build_tools[@]}" clang)
+    if command -v clang >/dev/null; then
+      packages+=("libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev")
+    fi ;;
+  *) packages=("${libraries[@]}" "${build_tools[@]}") ;;
+esac
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
@@ -42,3 +47,7 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The libFuzzer runtime's name is known only once Clang is there.
+if [ "${1:-}" = "--fuzz" ] && ! dpkg-query -W "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev" >/dev/null 2>&1; then
+  exec "$0" --fuzz
+fi

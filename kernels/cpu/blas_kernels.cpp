@@ -16,16 +16,6 @@ extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
 
 namespace svdserve::cpu_blas {
 
-CpuFeatures host_features() noexcept {
-  __builtin_cpu_init();
-  CpuFeatures features;
-  features.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  features.avx512 = features.avx2_fma && __builtin_cpu_supports("avx512f") &&
-                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-                    __builtin_cpu_supports("avx512vl");
-  return features;
-}
-
 std::string better_core(std::string_view detected, CpuFeatures cpu) {
   // OpenBLAS's x86-64 cores with AVX2 kernels or newer: anything else is a fallback here.
   static constexpr std::array<std::string_view, 6> kModern = {
@@ -47,7 +37,7 @@ std::string use_best_kernels() {
     if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;  // the user's choice stands
     if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) return;
     const std::string detected = core_name();
-    const std::string core = better_core(detected, host_features());
+    const std::string core = better_core(detected, host_cpu_features());
     if (core.empty()) return;
     ::setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
     gotoblas_dynamic_quit();

@@ -7,14 +7,9 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/cpu/cpu_features.hpp"
+
 namespace svdserve::cpu_blas {
-
-struct CpuFeatures {
-  bool avx2_fma = false;  // what OpenBLAS's Haswell kernels need
-  bool avx512 = false;    // F, BW, DQ and VL: what its SkylakeX kernels need
-};
-
-[[nodiscard]] CpuFeatures host_features() noexcept;
 
 // The OPENBLAS_CORETYPE to use instead of the detected core (as OpenBLAS names it), or ""
 // to keep it: only where detection fell back to kernels older than the CPU's AVX2 or AVX-512.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/vector_rounding.hpp"
 
 namespace svdserve {
@@ -123,10 +124,10 @@ using BandFunction = void (*)(const BandJob&, OutputPixels);
 void band_sse2(const BandJob& job, OutputPixels pixels) { run_band<16>(job, pixels); }
 
 #if defined(__x86_64__)
-[[gnu::target("arch=x86-64-v3")]] void band_avx2(const BandJob& job, OutputPixels pixels) {
+[[gnu::target("avx2,fma")]] void band_avx2(const BandJob& job, OutputPixels pixels) {
   run_band<32>(job, pixels);
 }
-[[gnu::target("arch=x86-64-v4")]] void band_avx512(const BandJob& job, OutputPixels pixels) {
+[[gnu::target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")]] void band_avx512(const BandJob& job, OutputPixels pixels) {
   run_band<64>(job, pixels);
 }
 #endif
@@ -136,12 +137,12 @@ struct InstructionSet {
   const char* name;
 };
 
-// Chosen once per process from what this CPU supports; the build itself stays portable x86-64.
+// Chosen once per process from what this CPU supports.
 [[nodiscard]] InstructionSet detect_instruction_set() noexcept {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("x86-64-v4")) return {band_avx512, "avx512"};
-  if (__builtin_cpu_supports("x86-64-v3")) return {band_avx2, "avx2"};
+  const CpuFeatures cpu = host_cpu_features();
+  if (cpu.avx512) return {band_avx512, "avx512"};
+  if (cpu.avx2_fma) return {band_avx2, "avx2"};
 #endif
   return {band_sse2, "sse2"};
 }

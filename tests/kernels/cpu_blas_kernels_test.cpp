@@ -77,13 +77,13 @@ constexpr int kWrongResults = 4;
   gotoblas_dynamic_init();
   ::unsetenv("OPENBLAS_CORETYPE");
   if (lower(core_name()) != "prescott") std::_Exit(kFallbackNotSimulated);
-  const std::string expected = lower(better_core("prescott", host_features()));
+  const std::string expected = lower(better_core("prescott", host_cpu_features()));
   if (use_best_kernels().empty() || lower(core_name()) != expected) std::_Exit(kNotSwitched);
   std::_Exit(sgemm_correct() ? kSwitched : kWrongResults);
 }
 
 TEST(BlasKernelsTest, AFallbackOnThisCpuIsSwitchedToItsKernelsAndStillComputes) {
-  if (!host_features().avx2_fma) GTEST_SKIP() << "this CPU has no AVX2: Prescott is its core";
+  if (!host_cpu_features().avx2_fma) GTEST_SKIP() << "this CPU has no AVX2: Prescott is its core";
   // A fresh process: the switch happens once per process, and this one may have made it.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(simulate_fallback_and_repair(), testing::ExitedWithCode(kSwitched), "");
