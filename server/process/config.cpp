@@ -53,6 +53,7 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.queue_capacity() == 0) c.set_queue_capacity(256);
   if (c.max_batch_size() == 0) c.set_max_batch_size(16);
   if (!c.has_max_queue_delay_us()) c.set_max_queue_delay_us(100);  // 0 is a valid choice
+  if (!c.has_decompose_queue_delay_us()) c.set_decompose_queue_delay_us(2000);
   if (c.default_max_rank() == 0) c.set_default_max_rank(256);
   if (c.max_rank() == 0) c.set_max_rank(4096);
   if (c.max_image_width() == 0) c.set_max_image_width(8192);
@@ -84,6 +85,8 @@ void validate(const v1::ServerConfig& c) {
   require(c.queue_capacity() <= 1'000'000, "queue_capacity must be 1..1000000");
   require(c.max_batch_size() <= 4096, "max_batch_size must be 1..4096");
   require(c.max_queue_delay_us() <= 1'000'000, "max_queue_delay_us must be at most 1000000");
+  require(c.decompose_queue_delay_us() <= 1'000'000,
+          "decompose_queue_delay_us must be at most 1000000");
   require(c.default_max_rank() <= c.max_rank(), "default_max_rank must not exceed max_rank");
   require(c.max_image_width() <= 65536 && c.max_image_height() <= 65536,
           "max_image_width/height must be at most 65536");

@@ -41,6 +41,7 @@ const std::map<std::string, Setter>& setters() {
       {"cpu-compute-threads", [](auto& c, auto& f, auto& v) { c.set_cpu_compute_threads(static_cast<uint32_t>(parse_number(f, v))); }},
       {"max-batch-size", [](auto& c, auto& f, auto& v) { c.set_max_batch_size(static_cast<uint32_t>(parse_number(f, v))); }},
       {"max-queue-delay-us", [](auto& c, auto& f, auto& v) { c.set_max_queue_delay_us(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"decompose-queue-delay-us", [](auto& c, auto& f, auto& v) { c.set_decompose_queue_delay_us(static_cast<uint32_t>(parse_number(f, v))); }},
       {"queue-capacity", [](auto& c, auto& f, auto& v) { c.set_queue_capacity(static_cast<uint32_t>(parse_number(f, v))); }},
       {"memory-budget-mib", [](auto& c, auto& f, auto& v) { c.set_memory_budget_bytes(parse_number(f, v, std::numeric_limits<uint64_t>::max() >> 20) << 20); }},
       {"host-buffer-pool-mib", [](auto& c, auto& f, auto& v) { c.set_host_buffer_pool_bytes(parse_number(f, v, std::numeric_limits<uint64_t>::max() >> 20) << 20); }},
@@ -116,6 +117,7 @@ usage: svdserve [--config FILE] [flags]
   --cpu-svd automatic|exact CPU decompose: randomized below full rank (fast) or sgesdd
   --max-batch-size N        images per batch
   --max-queue-delay-us N    how long a partial batch may wait for more images
+  --decompose-queue-delay-us N  the same for Decompose/Compress batches (default 2000)
   --queue-capacity N        jobs per pipeline queue
   --memory-budget-mib N     factor store budget
   --host-buffer-pool-mib N  recycled Reconstruct response memory (page-locked on the GPU)

@@ -31,6 +31,7 @@ PipelineOptions pipeline_options(const v1::ServerConfig& c) {
   options.wait_when_full = c.full_queue_policy() == v1::FULL_QUEUE_POLICY_WAIT;
   options.batcher.max_batch_size = c.max_batch_size();
   options.batcher.max_queue_delay = std::chrono::microseconds(c.max_queue_delay_us());
+  options.batcher.decompose_queue_delay = std::chrono::microseconds(c.decompose_queue_delay_us());
   options.image_limits = {c.max_image_width(), c.max_image_height(), c.max_image_bytes()};
   // Leave room for the response's other fields and gRPC framing.
   options.max_output_bytes = c.max_message_bytes() - 64 * 1024;

@@ -24,6 +24,11 @@ DynamicBatcher::DynamicBatcher(BatcherOptions options, BoundedQueue<JobPtr>& inp
 
 DynamicBatcher::~DynamicBatcher() = default;  // std::jthread joins
 
+std::chrono::microseconds DynamicBatcher::queue_delay(JobKind kind) const noexcept {
+  if (kind == JobKind::reconstruct) return options_.max_queue_delay;
+  return std::max(options_.max_queue_delay, options_.decompose_queue_delay);
+}
+
 void DynamicBatcher::run() {
   trace::name_current_thread("svd-batcher");
   struct Pending {
@@ -52,7 +57,7 @@ void DynamicBatcher::run() {
       auto it = std::find_if(pending.begin(), pending.end(),
                              [&](const Pending& p) { return p.key == key; });
       if (it == pending.end()) {
-        pending.push_back({key, Clock::now() + options_.max_queue_delay, {}});
+        pending.push_back({key, Clock::now() + queue_delay(key.kind), {}});
         it = std::prev(pending.end());
       }
       it->jobs.push_back(std::move(job));

@@ -1,8 +1,9 @@
 #pragma once
 // Groups compatible jobs (same kind, same image shape, and for decompose the same max rank) into
 // batches of at most max_batch_size, holding a partial batch at most max_queue_delay_us after
-// its first job arrived: Triton's two knobs. One thread; it ends when its input is closed and
-// drained, after flushing every partial batch, and then closes its output.
+// its first job arrived (decompose and compress: decompose_queue_delay_us), as Triton does. One
+// thread; it ends when its input is closed and drained, after flushing every partial batch, and
+// then closes its output.
 
 #include <chrono>
 #include <cstddef>
@@ -20,6 +21,8 @@ using Batch = std::vector<JobPtr>;
 struct BatcherOptions {
   std::size_t max_batch_size = 16;
   std::chrono::microseconds max_queue_delay{100};
+  // Decompose and compress batches wait the longer of this and max_queue_delay.
+  std::chrono::microseconds decompose_queue_delay{0};
 };
 
 class DynamicBatcher {
@@ -31,6 +34,7 @@ class DynamicBatcher {
 
  private:
   void run();
+  [[nodiscard]] std::chrono::microseconds queue_delay(JobKind kind) const noexcept;
 
   const BatcherOptions options_;
   BoundedQueue<JobPtr>& input_;

@@ -95,6 +95,7 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.cpu_compute_threads(), std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(config.queue_capacity(), 256u);
   EXPECT_EQ(config.max_queue_delay_us(), 100u);
+  EXPECT_EQ(config.decompose_queue_delay_us(), 2000u);
   EXPECT_EQ(config.default_max_rank(), 256u);
   EXPECT_EQ(config.max_rank(), 4096u);
   EXPECT_EQ(config.max_image_width(), 8192u);
@@ -162,6 +163,9 @@ INSTANTIATE_TEST_SUITE_P(
                      "queue_capacity"},
         InvalidField{"max_queue_delay_us", [](v1::ServerConfig& c) { c.set_max_queue_delay_us(2'000'000); },
                      "max_queue_delay_us"},
+        InvalidField{"decompose_queue_delay_us",
+                     [](v1::ServerConfig& c) { c.set_decompose_queue_delay_us(2'000'000); },
+                     "decompose_queue_delay_us"},
         InvalidField{"max_image_width", [](v1::ServerConfig& c) { c.set_max_image_width(70000); },
                      "max_image_width/height"},
         InvalidField{"max_image_bytes",

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -145,6 +146,24 @@ TEST(DynamicBatcher, FlushesAPartialBatchAfterTheQueueDelay) {
   }
   EXPECT_EQ(ids, (std::vector<std::string>{"a", "b"}));
   EXPECT_FALSE(rig.input.drained());
+}
+
+TEST(DynamicBatcher, DecomposeAndCompressBatchesWaitTheirOwnLongerDelay) {
+  BatcherRig rig({.max_batch_size = 16, .max_queue_delay = 0us, .decompose_queue_delay = kForever});
+  rig.push(image_job(JobKind::decompose, kSmall, "d1"));
+  rig.push(image_job(JobKind::compress, kSmall, "c1"));
+  rig.push(reconstruct_job(kSmall, "r1"));
+
+  // The reconstruct leaves at once; decompose and compress wait for company.
+  std::optional<Batch> first = rig.next_batch();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(ids_of(*first), (std::vector<std::string>{"r1"}));
+  rig.push(image_job(JobKind::decompose, kSmall, "d2"));
+  rig.input.close();
+  std::vector<std::vector<std::string>> rest;
+  while (std::optional<Batch> batch = rig.next_batch()) rest.push_back(ids_of(*batch));
+  std::ranges::sort(rest);
+  EXPECT_EQ(rest, (std::vector<std::vector<std::string>>{{"c1"}, {"d1", "d2"}}));
 }
 
 TEST(DynamicBatcher, ClosingTheInputFlushesEveryPendingGroupAndClosesTheOutput) {
