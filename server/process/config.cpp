@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "kernels/errors.hpp"
+#include "server/process/listen_address.hpp"
 #include "server/process/logging.hpp"
 
 namespace svdserve {
@@ -75,8 +77,15 @@ void validate(const v1::ServerConfig& c) {
   auto require = [&](bool ok, const std::string& what) {
     if (!ok) problems.push_back(what);
   };
-  require(c.listen_address().find(':') != std::string::npos,
-          "listen_address must be host:port, got '" + c.listen_address() + "'");
+  const std::string& address = c.listen_address();
+  if (!is_unix_socket(address)) {
+    const std::optional<std::string_view> port = port_text(address);
+    require(port.has_value(), "listen_address must be host:port, got '" + address + "'");
+    // gRPC would take a port it cannot parse (99999) as "any free port": say so instead.
+    require(!port || listen_port(address).has_value(),
+            "listen_address port must be 0..65535, got '" + std::string(port.value_or("")) +
+                "' in '" + address + "' (0: any free port)");
+  }
   require(c.loader_threads() <= 256, "loader_threads must be 1..256");
   require(c.encoder_threads() <= 256, "encoder_threads must be 1..256");
   require(c.worker_threads() <= 256, "worker_threads must be 1..256");

@@ -8,6 +8,7 @@
 
 #include "kernels/errors.hpp"
 #include "server/process/backend_selection.hpp"
+#include "server/process/listen_address.hpp"
 #include "server/process/prometheus_text.hpp"
 #include "server/runtime/logger.hpp"
 
@@ -73,13 +74,20 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(), &port_);
+  // gRPC sets SO_REUSEPORT by default: a second server would bind the same port and take half
+  // of the new connections. It must fail to start instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes()));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes()));
   builder.RegisterService(service_.get());
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || port_ == 0) {
-    throw Unavailable("could not listen on " + config_.listen_address() +
-                      " (address in use or not available?)");
+    throw Unavailable(explain_listen_failure(config_.listen_address()));
+  }
+  if (const auto requested = listen_port(config_.listen_address());
+      requested && *requested != 0 && *requested != port_) {
+    throw Unavailable("asked to listen on port " + std::to_string(*requested) + ", got " +
+                      std::to_string(port_));
   }
   set_serving(false);  // until startup work (e.g. --load-dir) is done
   log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} "

@@ -1,4 +1,5 @@
-// Deadlines, cancellation, back-pressure, eviction and graceful shutdown on a real server.
+// Deadlines, cancellation, back-pressure, eviction and graceful shutdown on a real server, and
+// the svdserve process itself: its port.
 // Slow work is a large random image: its CPU SVD takes long enough to hold the one worker.
 
 #include <gtest/gtest.h>
@@ -8,7 +9,9 @@
 #include <random>
 #include <thread>
 
+#include "process.hpp"
 #include "server_fixture.hpp"
+#include "tests/test_paths.hpp"
 
 namespace svdserve::testing {
 namespace {
@@ -192,6 +195,36 @@ TEST_F(LifecycleTest, GracefulShutdownDrainsInFlightWork) {
   options.timeout = std::chrono::seconds(2);
   Client after(target(), options);
   EXPECT_EQ(after.health().status().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// --- The svdserve process ---------------------------------------------------------------------
+
+// How long a process that works may take to start or to exit by itself.
+constexpr auto kProcessBound = std::chrono::seconds(60);
+
+// gRPC enables SO_REUSEPORT, under which a second server binds the same port and takes half the
+// connections; it must refuse to start instead.
+TEST(ServerProcessTest, SecondServerOnTheSamePortExitsNamingTheAddress) {
+  ServerProcess first;
+  ASSERT_TRUE(first.serving());
+  const ProcessResult second = run_process(
+      svdserve::test::server_binary(), {"--listen", first.address(), "--backend", "cpu"},
+      kProcessBound);
+  EXPECT_NE(second.exit_code, -1) << "the second server was still running";
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.err.find("address " + first.address() + " is already in use"),
+            std::string::npos)
+      << second.err;
+  EXPECT_TRUE(first.client().server_info().ok());
+}
+
+TEST(ServerProcessTest, PortOutOfRangeIsRefusedAsABadConfig) {
+  const ProcessResult result =
+      run_process(svdserve::test::server_binary(),
+                  {"--listen", "127.0.0.1:99999", "--backend", "cpu"}, kProcessBound);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("listen_address"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("99999"), std::string::npos) << result.err;
 }
 
 }  // namespace

@@ -175,10 +175,28 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidField{"gpu_streams", [](v1::ServerConfig& c) { c.set_gpu_streams(65); }, "gpu_streams"},
         InvalidField{"gpu_memory_fraction_negative",
                      [](v1::ServerConfig& c) { c.set_gpu_memory_fraction(-0.5); }, "gpu_memory_fraction"},
+        InvalidField{"listen_port_too_large",
+                     [](v1::ServerConfig& c) { c.set_listen_address("127.0.0.1:99999"); },
+                     "listen_address port must be 0..65535, got '99999'"},
+        InvalidField{"listen_port_not_a_number",
+                     [](v1::ServerConfig& c) { c.set_listen_address("127.0.0.1:http"); },
+                     "listen_address port must be 0..65535, got 'http'"},
+        InvalidField{"listen_port_empty",
+                     [](v1::ServerConfig& c) { c.set_listen_address("[::1]:"); },
+                     "listen_address port must be 0..65535, got ''"},
         InvalidField{"metrics_port", [](v1::ServerConfig& c) { c.set_metrics_port(70000); }, "metrics_port"},
         InvalidField{"max_batch_items", [](v1::ServerConfig& c) { c.set_max_batch_items(200'000); },
                      "max_batch_items"}),
     [](const auto& test_info) { return std::string(test_info.param.name); });
+
+// Port 0 asks for any free port (tests use it); the port bound is what the server reports.
+TEST(Config, ListenPortZeroAndIpv6AddressesAreValid) {
+  for (const char* address : {"127.0.0.1:0", "0.0.0.0:65535", "[::]:50051", "localhost:1"}) {
+    v1::ServerConfig config = defaults();
+    config.set_listen_address(address);
+    EXPECT_NO_THROW(validate(config)) << address;
+  }
+}
 
 // Zero is a real choice for the batcher's delay (no waiting), not "unset".
 TEST(Config, ZeroQueueDelayIsKept) {
