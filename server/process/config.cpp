@@ -63,7 +63,8 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.max_message_bytes() == 0) c.set_max_message_bytes(64 * kMiB);
   if (c.max_batch_items() == 0) c.set_max_batch_items(256);
   if (c.host_buffer_pool_bytes() == 0) c.set_host_buffer_pool_bytes(256 * kMiB);
-  if (c.drain_timeout_ms() == 0) c.set_drain_timeout_ms(10000);
+  if (c.drain_timeout_ms() == 0) c.set_drain_timeout_ms(5000);  // docker stop waits 10 s
+  if (!c.has_lame_duck_ms()) c.set_lame_duck_ms(1000);
   if (c.log_level().empty()) c.set_log_level("info");
   if (c.gpu_streams() == 0) c.set_gpu_streams(4);
   if (c.gpu_memory_fraction() == 0) c.set_gpu_memory_fraction(0.8);

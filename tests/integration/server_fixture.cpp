@@ -31,6 +31,7 @@ v1::ServerConfig test_config() {
   config.set_loader_threads(2);
   config.set_max_queue_delay_us(200);
   config.set_drain_timeout_ms(5000);
+  config.set_lame_duck_ms(0);  // tests that want one set it
   config.set_log_level("warn");
   return config;
 }

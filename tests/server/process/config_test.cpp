@@ -103,7 +103,8 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.max_message_bytes(), 64u << 20);
   EXPECT_EQ(config.max_batch_items(), 256u);
   EXPECT_EQ(config.host_buffer_pool_bytes(), 256u << 20);
-  EXPECT_EQ(config.drain_timeout_ms(), 10000u);
+  EXPECT_EQ(config.drain_timeout_ms(), 5000u);
+  EXPECT_EQ(config.lame_duck_ms(), 1000u);
   EXPECT_EQ(config.log_level(), "info");
   EXPECT_EQ(config.gpu_streams(), 4u);
   EXPECT_DOUBLE_EQ(config.gpu_memory_fraction(), 0.8);
@@ -204,6 +205,15 @@ TEST(Config, ZeroQueueDelayIsKept) {
   config.set_max_queue_delay_us(0);
   apply_defaults(config);
   EXPECT_EQ(config.max_queue_delay_us(), 0u);
+  EXPECT_NO_THROW(validate(config));
+}
+
+// No lame duck at all is a choice too.
+TEST(Config, ZeroLameDuckIsKept) {
+  v1::ServerConfig config;
+  config.set_lame_duck_ms(0);
+  apply_defaults(config);
+  EXPECT_EQ(config.lame_duck_ms(), 0u);
   EXPECT_NO_THROW(validate(config));
 }
 
