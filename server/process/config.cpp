@@ -1,5 +1,6 @@
 #include "server/process/config.hpp"
 
+#include <arpa/inet.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
@@ -17,6 +18,12 @@ namespace svdserve {
 namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
+
+bool is_ip_address(const std::string& text) {
+  in6_addr address{};
+  return inet_pton(AF_INET, text.c_str(), &address) == 1 ||
+         inet_pton(AF_INET6, text.c_str(), &address) == 1;
+}
 
 // Collects text-format parse errors with their position instead of printing them.
 class CollectingErrors : public google::protobuf::io::ErrorCollector {
@@ -69,6 +76,7 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.gpu_streams() == 0) c.set_gpu_streams(4);
   if (c.gpu_memory_fraction() == 0) c.set_gpu_memory_fraction(0.8);
   if (c.evicted_history() == 0) c.set_evicted_history(1024);
+  if (c.metrics_host().empty()) c.set_metrics_host("127.0.0.1");  // this host only
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
 }
@@ -104,6 +112,9 @@ void validate(const v1::ServerConfig& c) {
   require(c.gpu_memory_fraction() > 0 && c.gpu_memory_fraction() <= 0.95,
           "gpu_memory_fraction must be in (0, 0.95]");
   require(c.metrics_port() <= 65535, "metrics_port must be 0..65535");
+  require(is_ip_address(c.metrics_host()),
+          "metrics_host must be an IP address such as 127.0.0.1, 0.0.0.0 or ::, got '" +
+              c.metrics_host() + "'");
   require(c.max_batch_items() <= 100'000, "max_batch_items must be 1..100000");
   try {
     set_log_level(c.log_level());

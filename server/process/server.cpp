@@ -62,7 +62,7 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
       std::max<uint64_t>(1, config_.host_buffer_pool_bytes() / 2));
   if (config_.metrics_port() != 0) {
     metrics_http_ = std::make_unique<MetricsHttpEndpoint>(
-        static_cast<int>(config_.metrics_port()), [this] {
+        config_.metrics_host(), static_cast<int>(config_.metrics_port()), [this] {
           const LiveValues live{pipeline_->decode_queue_depth(), pipeline_->compute_queue_depth(),
                                 pipeline_->jobs_in_flight(),      store_->images_resident(),
                                 store_->bytes_resident(),         store_->budget_bytes(),

@@ -109,6 +109,7 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.gpu_streams(), 4u);
   EXPECT_DOUBLE_EQ(config.gpu_memory_fraction(), 0.8);
   EXPECT_EQ(config.evicted_history(), 1024u);
+  EXPECT_EQ(config.metrics_host(), "127.0.0.1");
   EXPECT_NO_THROW(validate(config));
 
   // Idempotent.
@@ -186,6 +187,8 @@ INSTANTIATE_TEST_SUITE_P(
                      [](v1::ServerConfig& c) { c.set_listen_address("[::1]:"); },
                      "listen_address port must be 0..65535, got ''"},
         InvalidField{"metrics_port", [](v1::ServerConfig& c) { c.set_metrics_port(70000); }, "metrics_port"},
+        InvalidField{"metrics_host", [](v1::ServerConfig& c) { c.set_metrics_host("localhost"); },
+                     "metrics_host must be an IP address"},
         InvalidField{"max_batch_items", [](v1::ServerConfig& c) { c.set_max_batch_items(200'000); },
                      "max_batch_items"}),
     [](const auto& test_info) { return std::string(test_info.param.name); });
