@@ -1,6 +1,7 @@
 // LoadDirectory: decompose every image of a folder on the server. The folder is walked on a
 // thread of its own (it may hold thousands of files and the pipeline's admission must be waited
-// for); the loader threads read and decode each file, the workers decompose it.
+// for); the loader threads read and decode each file, the workers decompose it. An entry that
+// cannot be loaded gets its own status in the answer; the call as a whole still succeeds.
 
 #include <algorithm>
 #include <condition_variable>
@@ -11,6 +12,7 @@
 #include "server/grpc/response_fields.hpp"
 #include "server/grpc/service.hpp"
 #include "server/grpc/status_mapping.hpp"
+#include "server/runtime/image_file.hpp"
 #include "server/runtime/logger.hpp"
 
 namespace svdserve {
@@ -28,18 +30,46 @@ bool is_image_file(const fs::path& path) {
   return extensions.contains(ext);
 }
 
-std::vector<fs::path> list_images(const fs::path& folder, bool recursive) {
-  std::vector<fs::path> files;
-  auto consider = [&](const fs::directory_entry& entry) {
-    if (entry.is_regular_file() && is_image_file(entry.path())) files.push_back(entry.path());
-  };
-  if (recursive) {
-    for (const auto& entry : fs::recursive_directory_iterator(folder)) consider(entry);
-  } else {
-    for (const auto& entry : fs::directory_iterator(folder)) consider(entry);
+// An entry of the folder walk: an image file to load, or one skipped, with the reason.
+struct FolderEntry {
+  fs::path path;
+  std::string skipped;  // why, naming the path; empty: load it
+};
+
+// The image files of a folder (and of its subfolders when recursive), sorted. Nothing is
+// followed: an image-named entry that is not a regular file (a symbolic link, a FIFO, a device)
+// and a folder that cannot be read are listed as skipped rather than failing the whole call.
+std::vector<FolderEntry> list_images(const fs::path& folder, bool recursive) {
+  std::vector<FolderEntry> entries;
+  std::vector<fs::path> folders{folder};
+  while (!folders.empty()) {
+    const fs::path current = std::move(folders.back());
+    folders.pop_back();
+    std::error_code error;
+    for (fs::directory_iterator it(current, error), end; !error && it != end;
+         it.increment(error)) {
+      std::error_code entry_error;
+      const fs::file_type type = it->symlink_status(entry_error).type();
+      const fs::path& path = it->path();
+      if (type == fs::file_type::directory) {
+        if (recursive) folders.push_back(path);
+      } else if (is_image_file(path)) {
+        std::string skipped;
+        if (entry_error) {
+          skipped = path.string() + " could not be read: " + entry_error.message();
+        } else if (type != fs::file_type::regular) {
+          skipped = not_a_regular_file(path.string(), type);
+        }
+        entries.push_back({path, std::move(skipped)});
+      }
+    }
+    if (error) {
+      entries.push_back({current, current.string() + " could not be read: " + error.message()});
+    }
   }
-  std::sort(files.begin(), files.end());
-  return files;
+  std::sort(entries.begin(), entries.end(),
+            [](const FolderEntry& a, const FolderEntry& b) { return a.path < b.path; });
+  return entries;
 }
 
 // Results of one LoadDirectory call, filled by job completions on worker threads.
@@ -64,7 +94,7 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
                      "container, e.g. -v /host/images:/data)");
     }
     const uint32_t max_rank = ranks_.rank_to_keep(request->max_rank());
-    std::vector<fs::path> files = list_images(folder, request->recursive());
+    const bool recursive = request->recursive();
 
     std::lock_guard lock(directory_loads_mutex_);
     std::erase_if(directory_loads_, [](const auto& load) { return load->done.load(); });
@@ -76,19 +106,25 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
     directory_loads_.reserve(directory_loads_.size() + 1);
     auto load = std::make_unique<DirectoryLoad>();
     DirectoryLoad* self = load.get();
-    load->thread = std::jthread([this, self, ctx, call, response, folder, max_rank,
-                                 files = std::move(files)] {
+    load->thread = std::jthread([this, self, ctx, call, response, folder, max_rank, recursive] {
+      const std::vector<FolderEntry> entries = list_images(folder, recursive);
       LoadProgress progress;
-      progress.remaining = files.size();
-      for (const fs::path& file : files) {
+      for (const FolderEntry& entry : entries) {
         auto* result = response->add_results();
-        result->set_path(file.string());
-        result->set_id(fs::relative(file, folder).string());
+        result->set_path(entry.path.string());
+        result->set_id(entry.path.lexically_relative(folder).string());
+        if (entry.skipped.empty()) {
+          ++progress.remaining;
+        } else {
+          fill_status(to_status(std::make_exception_ptr(InvalidArgument(entry.skipped))),
+                      result->mutable_status());
+        }
       }
-      for (std::size_t i = 0; i < files.size(); ++i) {
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        if (!entries[i].skipped.empty()) continue;
         v1::LoadResult* result = response->mutable_results(static_cast<int>(i));
         JobPtr job = make_job(ctx, JobKind::decompose);
-        job->source = ImageFile{files[i].string()};
+        job->source = ImageFile{entries[i].path.string()};
         job->image_id = result->id();
         job->max_rank = max_rank;
         job->wait_for_room = true;
@@ -110,9 +146,9 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
       uint32_t loaded = 0;
       for (const auto& result : response->results()) loaded += result.status().code() == 0;
       response->set_loaded(loaded);
-      response->set_failed(static_cast<uint32_t>(files.size()) - loaded);
+      response->set_failed(static_cast<uint32_t>(entries.size()) - loaded);
       log().info("load_directory path={} loaded={} failed={}", folder.string(), loaded,
-                 files.size() - loaded);
+                 entries.size() - loaded);
       call.finish(grpc::Status::OK);
       self->done.store(true);
     });

@@ -43,6 +43,24 @@ SvdService::~SvdService() {
   directory_loads_.clear();  // joins
 }
 
+void SvdService::stop_accepting() {
+  std::lock_guard lock(open_streams_mutex_);
+  draining_.store(true);
+  for (OpenStream* stream : open_streams_) stream->end_for_drain();
+}
+
+bool SvdService::track(OpenStream& stream) {
+  std::lock_guard lock(open_streams_mutex_);
+  if (draining_.load()) return false;
+  open_streams_.insert(&stream);
+  return true;
+}
+
+void SvdService::untrack(OpenStream& stream) {
+  std::lock_guard lock(open_streams_mutex_);
+  open_streams_.erase(&stream);
+}
+
 void SvdService::check_accepting() const {
   if (draining_.load()) throw Unavailable("server is shutting down; retry on another instance");
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,8 +61,23 @@ class SvdService final : public SvdServiceBase {
   explicit SvdService(ServiceContext context);
   ~SvdService() override;  // joins LoadDirectory threads
 
-  // After this, new calls are answered UNAVAILABLE (the server is draining).
-  void stop_accepting() noexcept { draining_.store(true); }
+  // After this, new calls are answered UNAVAILABLE (the server is draining), and open
+  // ReconstructStream calls end once every request they read is answered.
+  void stop_accepting();
+
+  // A streaming call with no end of its own (ReconstructStream): stop_accepting() ends it.
+  class OpenStream {
+   public:
+    // Read no more requests; finish once every request read is answered. Called once, with the
+    // service's lock on its open streams held, so the stream cannot go away meanwhile.
+    virtual void end_for_drain() = 0;
+
+   protected:
+    ~OpenStream() = default;
+  };
+  // Registers a stream until untrack(); false when the service is draining already.
+  [[nodiscard]] bool track(OpenStream& stream);
+  void untrack(OpenStream& stream);
 
   grpc::ServerUnaryReactor* Decompose(grpc::CallbackServerContext* ctx,
                                       const v1::DecomposeRequest* request,
@@ -141,7 +157,9 @@ class SvdService final : public SvdServiceBase {
 
   ServiceContext context_;
   const RankValidator ranks_;
-  std::atomic<bool> draining_{false};
+  std::atomic<bool> draining_{false};  // set under open_streams_mutex_, read without it
+  std::mutex open_streams_mutex_;
+  std::set<OpenStream*> open_streams_;  // guarded by open_streams_mutex_
   std::atomic<uint64_t> next_id_{1};
 
   struct DirectoryLoad {

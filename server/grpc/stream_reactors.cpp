@@ -35,11 +35,27 @@ uint64_t answer_bytes(const Job& job) {
 }
 
 class ReconstructStreamReactor final
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+      public SvdService::OpenStream {
  public:
   ReconstructStreamReactor(SvdService& service, grpc::CallbackServerContext* ctx)
       : service_(service), budget_(service.stream_budget()), ctx_(ctx) {
+    // Not under mutex_: the service takes its lock before ours (end_for_drain).
+    const bool tracked = service_.track(*this);
+    std::unique_lock lock(mutex_);
+    if (finished_) return;
+    if (!tracked) {
+      draining_ = true;
+      maybe_finish(lock);
+      return;
+    }
     StartRead(&request_);
+  }
+
+  void end_for_drain() override {
+    std::unique_lock lock(mutex_);
+    draining_ = true;
+    maybe_finish(lock);
   }
 
   void OnReadDone(bool ok) override {
@@ -52,6 +68,7 @@ class ReconstructStreamReactor final
     uint64_t sequence = 0;
     {
       std::lock_guard lock(mutex_);
+      if (finished_) return;  // ended by the drain while this request arrived: not answered
       sequence = responses_.reserve();
       unwritten_answer_bytes_.push_back(0);  // until the job says (a failure answers no pixels)
       budget_.read();
@@ -83,7 +100,8 @@ class ReconstructStreamReactor final
       deliver(sequence, failure(to_status(std::current_exception())));
     }
     std::lock_guard lock(mutex_);
-    if (finished_ || client_gone_) return;  // the failure above may have ended the call
+    // The failure above may have ended the call; a draining stream reads no more.
+    if (finished_ || client_gone_ || draining_) return;
     if (may_read()) {
       StartRead(&request_);
     } else {
@@ -96,7 +114,7 @@ class ReconstructStreamReactor final
     std::unique_lock lock(mutex_);
     if (!ok) client_gone_ = true;
     grpc::ByteBuffer* next = mark_written();
-    if (read_paused_ && may_read() && !client_gone_) {
+    if (read_paused_ && may_read() && !client_gone_ && !draining_) {
       read_paused_ = false;
       budget_.reading_again();
       StartRead(&request_);
@@ -116,6 +134,7 @@ class ReconstructStreamReactor final
       was_waiting = read_paused_;
     }
     if (was_waiting) budget_.reading_again();
+    service_.untrack(*this);
     service_.record("ReconstructStream", final_status_);
     delete this;
   }
@@ -169,10 +188,17 @@ class ReconstructStreamReactor final
   // thread (deliver), Finish may let gRPC run OnDone, which deletes this, at once.
   void maybe_finish(std::unique_lock<std::mutex>& lock) {
     if (finished_ || !responses_.idle()) return;
-    if (!reads_done_ && !client_gone_) return;
+    if (!reads_done_ && !client_gone_ && !draining_) return;
     finished_ = true;
-    final_status_ = client_gone_ ? grpc::Status(grpc::StatusCode::CANCELLED, "client went away")
-                                 : grpc::Status::OK;
+    if (client_gone_) {
+      final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+    } else if (!reads_done_) {
+      final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                   "server is shutting down: every request it read was answered; "
+                                   "send the rest to another instance");
+    } else {
+      final_status_ = grpc::Status::OK;
+    }
     const grpc::Status status = final_status_;
     lock.unlock();
     Finish(status);
@@ -192,6 +218,7 @@ class ReconstructStreamReactor final
   bool reads_done_ = false;                       // guarded by mutex_
   bool read_paused_ = false;                      // guarded by mutex_
   bool client_gone_ = false;                      // guarded by mutex_
+  bool draining_ = false;                         // guarded by mutex_; reads no more
   bool finished_ = false;                         // guarded by mutex_
   grpc::Status final_status_;                     // set once, before Finish
 };

@@ -1,20 +1,29 @@
 #include "server/process/config.hpp"
 
+#include <arpa/inet.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "kernels/errors.hpp"
+#include "server/process/listen_address.hpp"
 #include "server/process/logging.hpp"
 
 namespace svdserve {
 namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
+
+bool is_ip_address(const std::string& text) {
+  in6_addr address{};
+  return inet_pton(AF_INET, text.c_str(), &address) == 1 ||
+         inet_pton(AF_INET6, text.c_str(), &address) == 1;
+}
 
 // Collects text-format parse errors with their position instead of printing them.
 class CollectingErrors : public google::protobuf::io::ErrorCollector {
@@ -62,11 +71,13 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.max_message_bytes() == 0) c.set_max_message_bytes(64 * kMiB);
   if (c.max_batch_items() == 0) c.set_max_batch_items(256);
   if (c.host_buffer_pool_bytes() == 0) c.set_host_buffer_pool_bytes(256 * kMiB);
-  if (c.drain_timeout_ms() == 0) c.set_drain_timeout_ms(10000);
+  if (c.drain_timeout_ms() == 0) c.set_drain_timeout_ms(5000);  // docker stop waits 10 s
+  if (!c.has_lame_duck_ms()) c.set_lame_duck_ms(1000);
   if (c.log_level().empty()) c.set_log_level("info");
   if (c.gpu_streams() == 0) c.set_gpu_streams(4);
   if (c.gpu_memory_fraction() == 0) c.set_gpu_memory_fraction(0.8);
   if (c.evicted_history() == 0) c.set_evicted_history(1024);
+  if (c.metrics_host().empty()) c.set_metrics_host("127.0.0.1");  // this host only
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
 }
@@ -76,8 +87,15 @@ void validate(const v1::ServerConfig& c) {
   auto require = [&](bool ok, const std::string& what) {
     if (!ok) problems.push_back(what);
   };
-  require(c.listen_address().find(':') != std::string::npos,
-          "listen_address must be host:port, got '" + c.listen_address() + "'");
+  const std::string& address = c.listen_address();
+  if (!is_unix_socket(address)) {
+    const std::optional<std::string_view> port = port_text(address);
+    require(port.has_value(), "listen_address must be host:port, got '" + address + "'");
+    // gRPC would take a port it cannot parse (99999) as "any free port": say so instead.
+    require(!port || listen_port(address).has_value(),
+            "listen_address port must be 0..65535, got '" + std::string(port.value_or("")) +
+                "' in '" + address + "' (0: any free port)");
+  }
   require(c.loader_threads() <= 256, "loader_threads must be 1..256");
   require(c.encoder_threads() <= 256, "encoder_threads must be 1..256");
   require(c.worker_threads() <= 256, "worker_threads must be 1..256");
@@ -97,6 +115,9 @@ void validate(const v1::ServerConfig& c) {
   require(c.gpu_memory_fraction() > 0 && c.gpu_memory_fraction() <= 0.95,
           "gpu_memory_fraction must be in (0, 0.95]");
   require(c.metrics_port() <= 65535, "metrics_port must be 0..65535");
+  require(is_ip_address(c.metrics_host()),
+          "metrics_host must be an IP address such as 127.0.0.1, 0.0.0.0 or ::, got '" +
+              c.metrics_host() + "'");
   require(c.max_batch_items() <= 100'000, "max_batch_items must be 1..100000");
   try {
     set_log_level(c.log_level());

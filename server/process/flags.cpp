@@ -47,6 +47,7 @@ const std::map<std::string, Setter>& setters() {
       {"host-buffer-pool-mib", [](auto& c, auto& f, auto& v) { c.set_host_buffer_pool_bytes(parse_number(f, v, std::numeric_limits<uint64_t>::max() >> 20) << 20); }},
       {"log-level", [](auto& c, auto&, auto& v) { c.set_log_level(v); }},
       {"metrics-port", [](auto& c, auto& f, auto& v) { c.set_metrics_port(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"metrics-host", [](auto& c, auto&, auto& v) { c.set_metrics_host(v); }},
       {"gpu-streams", [](auto& c, auto& f, auto& v) { c.set_gpu_streams(static_cast<uint32_t>(parse_number(f, v))); }},
       {"cpu-svd", [](auto& c, auto& f, auto& v) {
          if (v != "automatic" && v != "exact") {
@@ -67,6 +68,7 @@ const std::map<std::string, Setter>& setters() {
          c.set_gpu_jpeg(v == "off" ? v1::GPU_JPEG_OFF : v1::GPU_JPEG_NVJPEG);
        }},
       {"drain-timeout-ms", [](auto& c, auto& f, auto& v) { c.set_drain_timeout_ms(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"lame-duck-ms", [](auto& c, auto& f, auto& v) { c.set_lame_duck_ms(static_cast<uint32_t>(parse_number(f, v))); }},
   };
   return table;
 }
@@ -125,11 +127,16 @@ usage: svdserve [--config FILE] [flags]
   --gpu-svd automatic|exact GPU decompose: randomized (fast) or Xgesvd (LAPACK accuracy)
   --gpu-jpeg nvjpeg|off     GPU backend: JPEGs decoded on the device, or by OpenCV
   --metrics-port N          Prometheus /metrics port (0: off)
-  --drain-timeout-ms N      graceful shutdown limit
+  --metrics-host IP         address /metrics binds (default 127.0.0.1; 0.0.0.0: every interface)
+  --drain-timeout-ms N      shutdown limit, from the signal to the exit (default 5000)
+  --lame-duck-ms N          after the signal, health NOT_SERVING but calls still answered
+                            (default 1000, within the drain timeout; 0: none)
   --log-level LEVEL         trace, debug, info, warn, error
   --version, --help
 
-Flags override the config file. SIGINT/SIGTERM drain in-flight work and exit 0.
+Flags override the config file. SIGINT/SIGTERM: health NOT_SERVING for the lame duck, then
+in-flight work drains and svdserve exits 0 (4 when work still running at the drain timeout had
+to be abandoned).
 )";
 }
 

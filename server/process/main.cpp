@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "kernels/errors.hpp"
@@ -15,6 +16,7 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitBadConfig = 2;
 constexpr int kExitStartFailed = 3;
+constexpr int kExitDrainTimedOut = 4;
 
 // Blocks SIGINT/SIGTERM in every thread (threads inherit the mask) so that sigwait() in main is
 // the only place they are handled: no work happens inside a signal handler.
@@ -66,7 +68,14 @@ int main(int argc, char** argv) {
     int signal_number = 0;
     sigwait(&signals, &signal_number);
     svdserve::log().info("signal={} received; shutting down", signal_number);
-    server.shutdown();
+    if (!server.shutdown_within_drain_timeout()) {
+      // A computation cannot be interrupted: exit without it rather than outlive the limit.
+      svdserve::log().error("shutdown: work still running after drain_timeout_ms={}; exiting "
+                            "without it",
+                            config.drain_timeout_ms());
+      svdserve::log().flush();
+      std::_Exit(kExitDrainTimedOut);
+    }
   } catch (const std::exception& e) {
     svdserve::log().critical("svdserve failed: {}", e.what());
     return kExitStartFailed;

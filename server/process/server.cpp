@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 
 #include "kernels/errors.hpp"
+#include "kernels/trace.hpp"
 #include "server/process/backend_selection.hpp"
+#include "server/process/listen_address.hpp"
 #include "server/process/prometheus_text.hpp"
 #include "server/runtime/logger.hpp"
 
@@ -15,6 +18,9 @@ namespace svdserve {
 namespace {
 
 constexpr const char* kServiceName = "svdserve.v1.SvdServe";
+// After the drain timeout: time for cancelled calls to end and threads to be joined before the
+// shutdown gives up waiting for them.
+constexpr std::chrono::milliseconds kExitMargin(1000);
 
 int64_t now_unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -57,7 +63,7 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
       std::max<uint64_t>(1, config_.host_buffer_pool_bytes() / 2));
   if (config_.metrics_port() != 0) {
     metrics_http_ = std::make_unique<MetricsHttpEndpoint>(
-        static_cast<int>(config_.metrics_port()), [this] {
+        config_.metrics_host(), static_cast<int>(config_.metrics_port()), [this] {
           const LiveValues live{pipeline_->decode_queue_depth(), pipeline_->compute_queue_depth(),
                                 pipeline_->jobs_in_flight(),      store_->images_resident(),
                                 store_->bytes_resident(),         store_->budget_bytes(),
@@ -70,17 +76,27 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
       ServiceContext{config_, *backend_, *store_, *pipeline_, *metrics_, *stream_budget_,
                      now_unix_ms()});
 
-  grpc::EnableDefaultHealthCheckService(true);
+  // Ours instead of gRPC's default health service, which holds Watch calls open through a drain.
+  grpc::EnableDefaultHealthCheckService(false);
+  health_ = std::make_unique<HealthService>(std::vector<std::string>{kServiceName});
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(), &port_);
+  // gRPC sets SO_REUSEPORT by default: a second server would bind the same port and take half
+  // of the new connections. It must fail to start instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes()));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes()));
   builder.RegisterService(service_.get());
+  builder.RegisterService(health_.get());
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || port_ == 0) {
-    throw Unavailable("could not listen on " + config_.listen_address() +
-                      " (address in use or not available?)");
+    throw Unavailable(explain_listen_failure(config_.listen_address()));
+  }
+  if (const auto requested = listen_port(config_.listen_address());
+      requested && *requested != 0 && *requested != port_) {
+    throw Unavailable("asked to listen on port " + std::to_string(*requested) + ", got " +
+                      std::to_string(port_));
   }
   set_serving(false);  // until startup work (e.g. --load-dir) is done
   log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} "
@@ -94,11 +110,7 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
 
 Server::~Server() { shutdown(); }
 
-void Server::set_serving(bool serving) {
-  auto* health = grpc_server_->GetHealthCheckService();
-  health->SetServingStatus(serving);
-  health->SetServingStatus(kServiceName, serving);
-}
+void Server::set_serving(bool serving) { health_->set_serving(serving); }
 
 uint32_t Server::load_directory(const std::string& path) {
   grpc::ChannelArguments arguments;
@@ -121,14 +133,45 @@ uint32_t Server::load_directory(const std::string& path) {
   return response.loaded();
 }
 
+void Server::start_stopping() {
+  std::call_once(stop_once_, [this] {
+    stop_started_ = std::chrono::steady_clock::now();
+    std::packaged_task<void()> stop([this] { stop_in_order(); });
+    stopped_ = stop.get_future().share();
+    stopper_ = std::jthread(std::move(stop));
+  });
+}
+
+bool Server::shutdown_within_drain_timeout() {
+  start_stopping();
+  const auto give_up =
+      stop_started_ + std::chrono::milliseconds(config_.drain_timeout_ms()) + kExitMargin;
+  return stopped_.wait_until(give_up) == std::future_status::ready;
+}
+
 void Server::shutdown() {
-  std::call_once(shutdown_once_, [this] {
-    log().info("shutdown: draining timeout_ms={}", config_.drain_timeout_ms());
+  start_stopping();
+  stopped_.wait();
+}
+
+void Server::stop_in_order() noexcept {
+  trace::name_current_thread("svd-shutdown");
+  try {
+    const auto drain_timeout = std::chrono::milliseconds(config_.drain_timeout_ms());
+    const auto lame_duck =
+        std::min(std::chrono::milliseconds(config_.lame_duck_ms()), drain_timeout);
+    log().info("shutdown: health NOT_SERVING, still serving lame_duck_ms={}; drain_timeout_ms={}",
+               lame_duck.count(), drain_timeout.count());
     set_serving(false);
-    service_->stop_accepting();
-    const auto deadline =
-        std::chrono::system_clock::now() + std::chrono::milliseconds(config_.drain_timeout_ms());
-    grpc_server_->Shutdown(deadline);  // waits for in-flight RPCs; cancels them at the deadline
+    // Load balancers and clients that watch health move away while calls are still answered.
+    std::this_thread::sleep_until(stop_started_ + lame_duck);
+    log().info("shutdown: refusing new calls; draining");
+    service_->stop_accepting();  // open ReconstructStreams end once their answers are written
+    health_->shutdown();         // Watch calls end
+    // Stops listening, waits for the calls in flight, cancels what is left at the deadline.
+    const auto left = stop_started_ + drain_timeout - std::chrono::steady_clock::now();
+    grpc_server_->Shutdown(std::chrono::system_clock::now() +
+                           std::chrono::duration_cast<std::chrono::system_clock::duration>(left));
     pipeline_->shutdown();
     grpc_server_->Wait();
     const HostBufferPoolStats buffers = pipeline_->host_buffer_stats();
@@ -136,7 +179,9 @@ void Server::shutdown() {
                "host_buffer_reuses={} host_buffer_allocations={} host_buffer_fallbacks={}",
                store_->images_resident(), buffers.in_use_bytes, buffers.reuses,
                buffers.allocations, buffers.fallbacks);
-  });
+  } catch (const std::exception& e) {
+    log().error("shutdown failed: {}", e.what());
+  }
 }
 
 }  // namespace svdserve

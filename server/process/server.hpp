@@ -2,16 +2,22 @@
 // Owns everything a running svdserve is made of, and starts and stops it in a fixed order:
 // start:    backend -> store -> metrics sink -> pipeline -> stream budget -> /metrics endpoint
 //           -> gRPC server (health NOT_SERVING) -> SERVING
-// shutdown: health NOT_SERVING -> refuse new calls -> drain in-flight RPCs (bounded by
-//           drain_timeout_ms) -> stop the pipeline -> destroy in reverse order of creation.
+// shutdown: health NOT_SERVING, calls still answered (lame_duck_ms) -> refuse new calls, end
+//           open streams and health watches -> drain in-flight RPCs, cancel what is left at
+//           drain_timeout_ms after the start of the shutdown -> stop the pipeline -> destroy in
+//           reverse order of creation.
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "kernels/backend.hpp"
+#include "server/grpc/health_service.hpp"
 #include "server/grpc/service.hpp"
 #include "server/grpc/stream_budget.hpp"
 #include "server/process/metrics_http.hpp"
@@ -49,7 +55,12 @@ class Server {
   // Marks the server SERVING in grpc.health.v1.
   void set_serving(bool serving);
 
-  // Idempotent; safe to call from any thread but a gRPC callback.
+  // Stops in the order above, on a thread of its own, and waits for it until drain_timeout_ms
+  // and a margin have passed since the first call. False: work is still running (a computation
+  // cannot be interrupted) and the process should exit without it. Idempotent; safe to call
+  // from any thread but a gRPC callback.
+  [[nodiscard]] bool shutdown_within_drain_timeout();
+  // The same, but waits until everything has stopped, however long that takes.
   void shutdown();
 
  private:
@@ -61,9 +72,16 @@ class Server {
   std::unique_ptr<StreamBudget> stream_budget_;  // before the endpoint and the service: they read it
   std::unique_ptr<MetricsHttpEndpoint> metrics_http_;
   std::unique_ptr<SvdService> service_;
+  std::unique_ptr<HealthService> health_;  // before the gRPC server: its calls use it
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
-  std::once_flag shutdown_once_;
+
+  void start_stopping();
+  void stop_in_order() noexcept;  // on stopper_
+  std::once_flag stop_once_;
+  std::chrono::steady_clock::time_point stop_started_;  // set once, in stop_once_
+  std::shared_future<void> stopped_;                     // set once, in stop_once_
+  std::jthread stopper_;  // last: joined before anything it stops is destroyed
 };
 
 }  // namespace svdserve

@@ -4,13 +4,12 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <vector>
 
 #include "kernels/errors.hpp"
 #include "kernels/trace.hpp"
+#include "server/runtime/image_file.hpp"
 
 namespace svdserve {
 namespace {
@@ -100,12 +99,6 @@ cv::Mat wrap_u8(std::span<const std::byte> pixels, const ImageShape& shape) {
           const_cast<std::byte*>(pixels.data())};
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw InvalidArgument("cannot read '" + path + "'");
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
-
 }  // namespace
 
 DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits,
@@ -160,7 +153,7 @@ DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits,
     }
     DecodedImage operator()(const RawPixels& raw) const { return decode_raw(raw, limits); }
     DecodedImage operator()(const ImageFile& file) const {
-      const std::string bytes = read_file(file.path);
+      const std::string bytes = read_image_file(file.path, limits.max_bytes);
       return decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), limits,
                             device_decodes);
     }

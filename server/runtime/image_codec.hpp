@@ -25,8 +25,8 @@ struct ImageLimits {
 // Whether the backend decodes this JPEG itself (Backend::decodes_jpeg); empty: never.
 using DeviceJpegFilter = std::function<bool(const JpegHeader&)>;
 
-// Decodes encoded bytes (any format OpenCV reads), takes raw pixels or reads and decodes a file,
-// checking sizes, channels and (for float samples) finiteness. Throws InvalidArgument with a
+// Decodes encoded bytes (any format OpenCV reads), takes raw pixels or reads and decodes a file
+// (a regular one, its size checked before it is read: image_file.hpp), checking sizes, channels and (for float samples) finiteness. Throws InvalidArgument with a
 // message that names what is wrong. The samples keep their type; see SampleType for how they map
 // onto the 0..255 scale. A JPEG is checked against the size limits from its header, before any
 // decoding; one that `device_decodes` accepts is not decoded here but passed on as

@@ -1,14 +1,19 @@
-// Deadlines, cancellation, back-pressure, eviction and graceful shutdown on a real server.
+// Deadlines, cancellation, back-pressure, eviction and graceful shutdown on a real server, and
+// the svdserve process itself: its port, SIGTERM, the lame duck and the drain's time limit.
 // Slow work is a large random image: its CPU SVD takes long enough to hold the one worker.
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <csignal>
 #include <future>
 #include <random>
 #include <thread>
 
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "process.hpp"
 #include "server_fixture.hpp"
+#include "tests/test_paths.hpp"
 
 namespace svdserve::testing {
 namespace {
@@ -192,6 +197,167 @@ TEST_F(LifecycleTest, GracefulShutdownDrainsInFlightWork) {
   options.timeout = std::chrono::seconds(2);
   Client after(target(), options);
   EXPECT_EQ(after.health().status().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// --- The svdserve process ---------------------------------------------------------------------
+
+// How long a process that works may take to start or to exit by itself.
+constexpr auto kProcessBound = std::chrono::seconds(60);
+// What an exit may take beyond the server's own limit: its margin after the drain timeout (1 s)
+// plus signal delivery, process teardown and scheduling on a loaded machine.
+constexpr auto kExitSlack = std::chrono::seconds(3);
+
+using Milliseconds = std::chrono::milliseconds;
+
+struct Exit {
+  ProcessResult result;
+  Milliseconds after_signal{0};
+};
+
+// Sends the signal and waits for the process to end (at most kProcessBound).
+Exit signal_and_wait(Process& process, int signal_number) {
+  const auto sent = std::chrono::steady_clock::now();
+  process.signal(signal_number);
+  Exit exit{process.wait(kProcessBound), {}};
+  exit.after_signal =
+      std::chrono::duration_cast<Milliseconds>(std::chrono::steady_clock::now() - sent);
+  return exit;
+}
+
+// gRPC enables SO_REUSEPORT, under which a second server binds the same port and takes half the
+// connections; it must refuse to start instead.
+TEST(ServerProcessTest, SecondServerOnTheSamePortExitsNamingTheAddress) {
+  ServerProcess first;
+  ASSERT_TRUE(first.serving());
+  const ProcessResult second = run_process(
+      svdserve::test::server_binary(), {"--listen", first.address(), "--backend", "cpu"},
+      kProcessBound);
+  EXPECT_NE(second.exit_code, -1) << "the second server was still running";
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.err.find("address " + first.address() + " is already in use"),
+            std::string::npos)
+      << second.err;
+  EXPECT_TRUE(first.client().server_info().ok());
+}
+
+TEST(ServerProcessTest, PortOutOfRangeIsRefusedAsABadConfig) {
+  const ProcessResult result =
+      run_process(svdserve::test::server_binary(),
+                  {"--listen", "127.0.0.1:99999", "--backend", "cpu"}, kProcessBound);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("listen_address"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("99999"), std::string::npos) << result.err;
+}
+
+// A decomposition that runs far longer than the drain timeout cannot be interrupted: the process
+// exits anyway, within the timeout and a margin, and says what it abandoned.
+TEST(ServerProcessTest, SigtermDuringALongDecomposeExitsWithinTheDrainTimeout) {
+  constexpr Milliseconds kDrainTimeout(1500);
+  // sgesdd at full rank: tens of seconds on two cores.
+  constexpr uint32_t kSide = 3072;
+  ServerProcess server({"--cpu-svd", "exact", "--workers", "1", "--drain-timeout-ms",
+                        std::to_string(kDrainTimeout.count())});
+  ASSERT_TRUE(server.serving());
+  auto slow = std::async(std::launch::async, [&] {
+    return server.client().decompose(random_image(kSide, "slow", kSide));
+  });
+  wait_for_stats(server.client(), [](const auto& s) {
+    return s.jobs_in_flight() == 1 && s.decode_queue_depth() == 0 && s.compute_queue_depth() == 0;
+  });
+
+  const Exit exit = signal_and_wait(server.process(), SIGTERM);
+  EXPECT_NE(exit.result.exit_code, -1) << "still running " << kProcessBound.count() << " s later";
+  EXPECT_LT(exit.after_signal, kDrainTimeout + kExitSlack);
+  EXPECT_EQ(exit.result.exit_code, 4) << "the exit code of abandoned work";
+  EXPECT_NE(exit.result.err.find("still running after drain_timeout_ms"), std::string::npos)
+      << exit.result.err;
+  EXPECT_FALSE(slow.get().ok());
+}
+
+// Work admitted before SIGTERM is answered, not cancelled.
+TEST(ServerProcessTest, CallsInFlightAtSigtermAreAllAnswered) {
+  constexpr int kCalls = 4;
+  constexpr uint32_t kSide = 768;  // about a second each at full rank on one worker
+  ServerProcess server({"--workers", "1", "--max-batch-size", "1", "--drain-timeout-ms", "30000"});
+  ASSERT_TRUE(server.serving());
+  std::vector<std::future<CallResult<v1::DecomposeResponse>>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back(std::async(std::launch::async, [&, i] {
+      return server.client().decompose(random_image(kSide, "quick" + std::to_string(i), kSide));
+    }));
+  }
+  wait_for_stats(server.client(), [](const auto& s) { return s.jobs_in_flight() == kCalls; });
+
+  const Exit exit = signal_and_wait(server.process(), SIGTERM);
+  for (auto& call : calls) {
+    const auto result = call.get();
+    EXPECT_TRUE(result.ok()) << result.status().error_code() << " "
+                             << result.status().error_message();
+  }
+  EXPECT_EQ(exit.result.exit_code, 0) << exit.result.err;
+  EXPECT_NE(exit.result.err.find("shutdown: done"), std::string::npos) << exit.result.err;
+}
+
+// During the lame duck health says NOT_SERVING (to Check and to Watch) while calls are still
+// answered; then the Watch ends with UNAVAILABLE rather than being cancelled at the deadline.
+TEST(ServerProcessTest, HealthIsNotServingDuringTheLameDuckThenWatchesEnd) {
+  constexpr Milliseconds kLameDuck(3000);
+  constexpr Milliseconds kDrainTimeout(6000);
+  ServerProcess server({"--lame-duck-ms", std::to_string(kLameDuck.count()), "--drain-timeout-ms",
+                        std::to_string(kDrainTimeout.count())});
+  ASSERT_TRUE(server.serving());
+  const auto health = grpc::health::v1::Health::NewStub(server.client().channel());
+  grpc::ClientContext watch_context;
+  watch_context.set_deadline(std::chrono::system_clock::now() + kProcessBound);
+  const auto watch = health->Watch(&watch_context, grpc::health::v1::HealthCheckRequest());
+  grpc::health::v1::HealthCheckResponse update;
+  ASSERT_TRUE(watch->Read(&update));
+  EXPECT_EQ(update.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+
+  const auto sent = std::chrono::steady_clock::now();
+  server.process().signal(SIGTERM);
+  ASSERT_TRUE(watch->Read(&update));
+  EXPECT_EQ(update.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  const auto checked = server.client().health();
+  ASSERT_TRUE(checked.ok()) << checked.status().error_message();
+  EXPECT_EQ(*checked, HealthStatus::not_serving);
+  EXPECT_TRUE(server.client().stats().ok());
+
+  EXPECT_FALSE(watch->Read(&update));
+  const grpc::Status ended = watch->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAVAILABLE) << ended.error_message();
+  EXPECT_GE(std::chrono::steady_clock::now() - sent, kLameDuck);
+  const ProcessResult result = server.process().wait(kProcessBound);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, kDrainTimeout + kExitSlack);
+}
+
+// An open ReconstructStream whose answers are all written ends at the drain (UNAVAILABLE: send
+// the rest elsewhere) instead of holding the exit until the drain timeout.
+TEST(ServerProcessTest, OpenStreamsEndAtTheDrain) {
+  constexpr Milliseconds kDrainTimeout(30000);
+  ServerProcess server({"--drain-timeout-ms", std::to_string(kDrainTimeout.count())});
+  ASSERT_TRUE(server.serving());
+  ASSERT_TRUE(server.client().decompose(read_test_image("home.jpg"), 8, "home").ok());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + kProcessBound);
+  const auto stream = server.client().stub().ReconstructStream(&context);
+  v1::ReconstructRequest request;
+  request.set_id("home");
+  request.set_rank(4);
+  ASSERT_TRUE(stream->Write(request));
+  v1::ReconstructStreamResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.status().code(), 0) << response.status().message();
+
+  const auto sent = std::chrono::steady_clock::now();
+  server.process().signal(SIGTERM);
+  EXPECT_FALSE(stream->Read(&response));
+  const grpc::Status ended = stream->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAVAILABLE) << ended.error_message();
+  const ProcessResult result = server.process().wait(kProcessBound);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, kDrainTimeout / 2);
 }
 
 }  // namespace

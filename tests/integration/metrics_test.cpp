@@ -4,9 +4,12 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <future>
 #include <regex>
 
 #include "process.hpp"
@@ -15,7 +18,11 @@
 namespace svdserve::testing {
 namespace {
 
-std::string http_get(int port, const std::string& path) {
+// How long a scrape may wait for its answer before the test gives up on it.
+constexpr timeval kScrapeTimeout{5, 0};
+
+// A socket connected to the loopback port, or -1.
+int connect_loopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -23,8 +30,15 @@ std::string http_get(int port, const std::string& path) {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
     close(fd);
-    return {};
+    return -1;
   }
+  return fd;
+}
+
+std::string http_get(int port, const std::string& path) {
+  const int fd = connect_loopback(port);
+  if (fd < 0) return {};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &kScrapeTimeout, sizeof(kScrapeTimeout));
   const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
   (void)!write(fd, request.data(), request.size());
   std::string response;
@@ -85,6 +99,59 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   EXPECT_EQ(sample(after, R"(svdserve_stream_unwritten_bytes{state="budget"})"), 128 << 20);
   EXPECT_EQ(sample(after, R"(svdserve_stream_requests_computing{state="held"})"), 0);
   EXPECT_EQ(sample(after, R"(svdserve_stream_unwritten_bytes{state="held"})"), 0);
+}
+
+// Sends `request` a byte at a time, one every `interval` (each wait also watches for the server
+// closing the connection) until the server closes it or `give_up` passes. Returns the time from
+// the first byte to the close; `give_up` when the server never closed it.
+std::chrono::milliseconds trickle_until_closed(int fd, const std::string& request,
+                                               std::chrono::milliseconds interval,
+                                               std::chrono::milliseconds give_up) {
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; std::chrono::steady_clock::now() - start < give_up; ++i) {
+    (void)send(fd, &request[i % request.size()], 1, MSG_NOSIGNAL);
+    pollfd readable{fd, POLLIN, 0};
+    if (poll(&readable, 1, static_cast<int>(interval.count())) > 0) {
+      char buffer[256];
+      if (recv(fd, buffer, sizeof(buffer), 0) <= 0) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - start);
+      }
+    }
+  }
+  return give_up;
+}
+
+// A client that sends its request head a byte at a time, each byte in time for any per-read
+// timeout: other scrapes are answered meanwhile, and the endpoint closes the connection once
+// the request head's deadline passes.
+TEST_F(MetricsTest, SlowClientDelaysNoScrapeAndIsCutOffAtTheDeadline) {
+  constexpr std::chrono::milliseconds kRequestHeadDeadline(2000);  // the endpoint's
+  constexpr std::chrono::milliseconds kInterval(500);
+  constexpr std::chrono::milliseconds kSlack(2000);
+  constexpr std::chrono::milliseconds kGiveUp(15000);
+  v1::ServerConfig config = test_config();
+  config.set_metrics_port(static_cast<uint32_t>(free_port()));
+  start(config);
+  const int port = server_->metrics_port();
+  const int slow = connect_loopback(port);
+  ASSERT_GE(slow, 0);
+  std::atomic<bool> slow_closed{false};
+  auto trickle = std::async(std::launch::async, [&] {
+    const auto closed_after = trickle_until_closed(slow, "GET /metrics HTTP/1.0\r\nX-Slow: ",
+                                                   kInterval, kGiveUp);
+    slow_closed.store(true);
+    return closed_after;
+  });
+
+  const std::string scraped = http_get(port, "/metrics");
+  const bool slow_still_open = !slow_closed.load();
+  EXPECT_NE(scraped.find("200 OK"), std::string::npos) << "scrape answered: '" << scraped << "'";
+  EXPECT_TRUE(slow_still_open) << "the scrape was answered only once the slow client was gone";
+
+  const std::chrono::milliseconds closed_after = trickle.get();
+  close(slow);
+  EXPECT_LT(closed_after, kRequestHeadDeadline + kSlack) << "the slow connection was kept open";
 }
 
 }  // namespace

@@ -5,6 +5,23 @@
 #include <iterator>
 
 namespace svdserve::testing {
+namespace {
+
+ClientOptions waiting_client_options() {
+  ClientOptions options;
+  options.wait_for_ready = true;
+  options.timeout = std::chrono::seconds(60);
+  return options;
+}
+
+std::vector<std::string> server_arguments(const std::string& address,
+                                          const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"--listen", address, "--backend", "cpu", "--log-level", "info"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+}  // namespace
 
 v1::ServerConfig test_config() {
   v1::ServerConfig config;
@@ -14,6 +31,7 @@ v1::ServerConfig test_config() {
   config.set_loader_threads(2);
   config.set_max_queue_delay_us(200);
   config.set_drain_timeout_ms(5000);
+  config.set_lame_duck_ms(0);  // tests that want one set it
   config.set_log_level("warn");
   return config;
 }
@@ -28,15 +46,20 @@ std::string read_test_image(const std::string& name) {
   return read_file_bytes(std::string(svdserve::test::test_images_dir()) + "/" + name);
 }
 
+ServerProcess::ServerProcess(const std::vector<std::string>& args)
+    : address_("127.0.0.1:" + std::to_string(free_port())),
+      process_(svdserve::test::server_binary(), server_arguments(address_, args)),
+      client_(address_, waiting_client_options()) {
+  const auto health = client_.health();
+  serving_ = health.ok() && *health == HealthStatus::serving;
+}
+
 void ServerFixture::start(v1::ServerConfig config) {
   apply_defaults(config);
   validate(config);
   server_ = std::make_unique<Server>(config);
   server_->set_serving(true);
-  ClientOptions options;
-  options.wait_for_ready = true;
-  options.timeout = std::chrono::seconds(60);
-  client_ = std::make_unique<Client>(target(), options);
+  client_ = std::make_unique<Client>(target(), waiting_client_options());
 }
 
 void ServerFixture::stop() {

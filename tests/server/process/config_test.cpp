@@ -104,11 +104,13 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.max_message_bytes(), 64u << 20);
   EXPECT_EQ(config.max_batch_items(), 256u);
   EXPECT_EQ(config.host_buffer_pool_bytes(), 256u << 20);
-  EXPECT_EQ(config.drain_timeout_ms(), 10000u);
+  EXPECT_EQ(config.drain_timeout_ms(), 5000u);
+  EXPECT_EQ(config.lame_duck_ms(), 1000u);
   EXPECT_EQ(config.log_level(), "info");
   EXPECT_EQ(config.gpu_streams(), 4u);
   EXPECT_DOUBLE_EQ(config.gpu_memory_fraction(), 0.8);
   EXPECT_EQ(config.evicted_history(), 1024u);
+  EXPECT_EQ(config.metrics_host(), "127.0.0.1");
   EXPECT_NO_THROW(validate(config));
 
   // Idempotent.
@@ -179,10 +181,30 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidField{"gpu_streams", [](v1::ServerConfig& c) { c.set_gpu_streams(65); }, "gpu_streams"},
         InvalidField{"gpu_memory_fraction_negative",
                      [](v1::ServerConfig& c) { c.set_gpu_memory_fraction(-0.5); }, "gpu_memory_fraction"},
+        InvalidField{"listen_port_too_large",
+                     [](v1::ServerConfig& c) { c.set_listen_address("127.0.0.1:99999"); },
+                     "listen_address port must be 0..65535, got '99999'"},
+        InvalidField{"listen_port_not_a_number",
+                     [](v1::ServerConfig& c) { c.set_listen_address("127.0.0.1:http"); },
+                     "listen_address port must be 0..65535, got 'http'"},
+        InvalidField{"listen_port_empty",
+                     [](v1::ServerConfig& c) { c.set_listen_address("[::1]:"); },
+                     "listen_address port must be 0..65535, got ''"},
         InvalidField{"metrics_port", [](v1::ServerConfig& c) { c.set_metrics_port(70000); }, "metrics_port"},
+        InvalidField{"metrics_host", [](v1::ServerConfig& c) { c.set_metrics_host("localhost"); },
+                     "metrics_host must be an IP address"},
         InvalidField{"max_batch_items", [](v1::ServerConfig& c) { c.set_max_batch_items(200'000); },
                      "max_batch_items"}),
     [](const auto& test_info) { return std::string(test_info.param.name); });
+
+// Port 0 asks for any free port (tests use it); the port bound is what the server reports.
+TEST(Config, ListenPortZeroAndIpv6AddressesAreValid) {
+  for (const char* address : {"127.0.0.1:0", "0.0.0.0:65535", "[::]:50051", "localhost:1"}) {
+    v1::ServerConfig config = defaults();
+    config.set_listen_address(address);
+    EXPECT_NO_THROW(validate(config)) << address;
+  }
+}
 
 // Zero is a real choice for the batcher's delay (no waiting), not "unset".
 TEST(Config, ZeroQueueDelayIsKept) {
@@ -190,6 +212,15 @@ TEST(Config, ZeroQueueDelayIsKept) {
   config.set_max_queue_delay_us(0);
   apply_defaults(config);
   EXPECT_EQ(config.max_queue_delay_us(), 0u);
+  EXPECT_NO_THROW(validate(config));
+}
+
+// No lame duck at all is a choice too.
+TEST(Config, ZeroLameDuckIsKept) {
+  v1::ServerConfig config;
+  config.set_lame_duck_ms(0);
+  apply_defaults(config);
+  EXPECT_EQ(config.lame_duck_ms(), 0u);
   EXPECT_NO_THROW(validate(config));
 }
 

@@ -48,9 +48,9 @@ TEST(Flags, OverridesReachTheConfig) {
       parse({"--config", "/etc/svdserve.textproto", "--load-dir=/data", "--listen",
              "127.0.0.1:6000", "--backend=cpu", "--workers", "8", "--loaders=3", "--encoders", "6", "--cpu-compute-threads", "5",
              "--max-batch-size", "32", "--max-queue-delay-us", "250", "--queue-capacity", "64",
-             "--memory-budget-mib", "2", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100",
+             "--memory-budget-mib", "2", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100", "--metrics-host", "0.0.0.0",
              "--cpu-svd", "exact", "--gpu-streams", "2", "--gpu-svd", "exact",
-             "--gpu-jpeg", "off", "--drain-timeout-ms", "1500"});
+             "--gpu-jpeg", "off", "--drain-timeout-ms", "1500", "--lame-duck-ms", "0"});
   EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
   EXPECT_EQ(command_line.load_dir, "/data");
 
@@ -70,10 +70,13 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_EQ(config.host_buffer_pool_bytes(), 3u << 20);
   EXPECT_EQ(config.log_level(), "debug");
   EXPECT_EQ(config.metrics_port(), 9100u);
+  EXPECT_EQ(config.metrics_host(), "0.0.0.0");
   EXPECT_EQ(config.gpu_streams(), 2u);
   EXPECT_EQ(config.cpu_svd(), v1::CPU_SVD_EXACT);
   EXPECT_EQ(config.gpu_svd(), v1::GPU_SVD_EXACT);
   EXPECT_EQ(config.drain_timeout_ms(), 1500u);
+  EXPECT_TRUE(config.has_lame_duck_ms());
+  EXPECT_EQ(config.lame_duck_ms(), 0u);
   EXPECT_EQ(config.max_rank(), 77u);
 }
 
@@ -171,7 +174,7 @@ TEST(Flags, UsageMentionsEveryFlag) {
   for (const char* flag :
        {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders", "--encoders", "--cpu-compute-threads",
         "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
-        "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--gpu-jpeg", "--metrics-port", "--drain-timeout-ms", "--log-level", "--version",
+        "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--gpu-jpeg", "--metrics-port", "--metrics-host", "--drain-timeout-ms", "--lame-duck-ms", "--log-level", "--version",
         "--help"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }

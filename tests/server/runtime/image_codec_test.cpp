@@ -1,7 +1,10 @@
 #include "tests/test_paths.hpp"
 #include "server/runtime/image_codec.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -12,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <limits>
 #include <optional>
@@ -207,6 +211,62 @@ TEST(ImageCodec, EmptyBytesNoImageAndMissingFilesAreInvalidArgument) {
   const std::string message =
       invalid_argument_message([&] { (void)decode_image(ImageFile{missing}, ImageLimits{}); });
   EXPECT_NE(message.find("cannot read '" + missing + "'"), std::string::npos) << message;
+}
+
+// A path in the temp folder for one test, removed when the test ends.
+class ScratchPath {
+ public:
+  explicit ScratchPath(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() /
+              ("svdserve-codec-" + std::to_string(getpid()) + "-" + name)) {
+    std::filesystem::remove(path_);
+  }
+  ~ScratchPath() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+  ScratchPath(const ScratchPath&) = delete;
+  ScratchPath& operator=(const ScratchPath&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A FIFO (swapped in where an image was) must not block a loader thread: opening one for reading
+// waits for a writer.
+TEST(ImageCodec, FifoIsRefusedWithoutWaitingForAWriter) {
+  const ScratchPath fifo("pipe.png");
+  ASSERT_EQ(mkfifo(fifo.path().c_str(), 0600), 0);
+  auto decoding = std::async(std::launch::async, [&] {
+    return invalid_argument_message(
+        [&] { (void)decode_image(ImageFile{fifo.path().string()}, ImageLimits{}); });
+  });
+  if (decoding.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    // Release the reader waiting in open() so that the test can end.
+    close(open(fifo.path().c_str(), O_WRONLY | O_NONBLOCK));
+    ADD_FAILURE() << "reading a FIFO waited for a writer";
+  }
+  const std::string message = decoding.get();
+  EXPECT_NE(message.find("not a regular file"), std::string::npos) << message;
+}
+
+TEST(ImageCodec, SymbolicLinkIsNotFollowed) {
+  const ScratchPath link("link.png");
+  std::filesystem::create_symlink(kImages / "pic1.png", link.path());
+  const std::string message = invalid_argument_message(
+      [&] { (void)decode_image(ImageFile{link.path().string()}, ImageLimits{}); });
+  EXPECT_NE(message.find("symbolic link"), std::string::npos) << message;
+}
+
+TEST(ImageCodec, FileOverTheSizeLimitIsRefused) {
+  const std::filesystem::path png = kImages / "pic1.png";
+  const std::size_t size = std::filesystem::file_size(png);
+  const std::string message = invalid_argument_message([&] {
+    (void)decode_image(ImageFile{png.string()}, ImageLimits{.max_bytes = size - 1});
+  });
+  EXPECT_NE(message.find("max_image_bytes"), std::string::npos) << message;
+  EXPECT_NO_THROW((void)decode_image(ImageFile{png.string()}, ImageLimits{.max_bytes = size}));
 }
 
 TEST(ImageCodec, EncodedImageOverTheLimitsIsRefused) {

@@ -1,0 +1,96 @@
+#include "server/runtime/image_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "kernels/errors.hpp"
+
+namespace svdserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Closes the descriptor it owns.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  [[nodiscard]] int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+fs::file_type type_of(mode_t mode) {
+  if (S_ISREG(mode)) return fs::file_type::regular;
+  if (S_ISDIR(mode)) return fs::file_type::directory;
+  if (S_ISLNK(mode)) return fs::file_type::symlink;
+  if (S_ISFIFO(mode)) return fs::file_type::fifo;
+  if (S_ISSOCK(mode)) return fs::file_type::socket;
+  if (S_ISCHR(mode)) return fs::file_type::character;
+  if (S_ISBLK(mode)) return fs::file_type::block;
+  return fs::file_type::unknown;
+}
+
+std::string quoted(const std::string& path) { return "'" + path + "'"; }
+
+}  // namespace
+
+std::string not_a_regular_file(const std::string& path, fs::file_type type) {
+  const char* what = "not a file";
+  switch (type) {
+    case fs::file_type::symlink: what = "a symbolic link"; break;
+    case fs::file_type::fifo: what = "a FIFO"; break;
+    case fs::file_type::socket: what = "a socket"; break;
+    case fs::file_type::character: what = "a character device"; break;
+    case fs::file_type::block: what = "a block device"; break;
+    case fs::file_type::directory: what = "a folder"; break;
+    default: break;
+  }
+  return quoted(path) + " is " + what + ", not a regular file (links are not followed)";
+}
+
+std::string read_image_file(const std::string& path, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO does not wait for a writer. O_NOFOLLOW: a link fails with ELOOP.
+  FileDescriptor file(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+  if (file.get() < 0) {
+    if (errno == ELOOP) {
+      throw InvalidArgument(not_a_regular_file(path, fs::file_type::symlink));
+    }
+    throw InvalidArgument("cannot read " + quoted(path) + ": " + std::strerror(errno));
+  }
+  struct stat info {};
+  if (fstat(file.get(), &info) != 0) {
+    throw InvalidArgument("cannot read " + quoted(path) + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    throw InvalidArgument(not_a_regular_file(path, type_of(info.st_mode)));
+  }
+  const auto size = static_cast<std::size_t>(info.st_size);
+  if (size > max_bytes) {
+    throw InvalidArgument(quoted(path) + " is " + std::to_string(size) +
+                          " bytes, over the server's max_image_bytes of " +
+                          std::to_string(max_bytes));
+  }
+  std::string bytes(size, '\0');
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = read(file.get(), bytes.data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InvalidArgument("cannot read " + quoted(path) + ": " + std::strerror(errno));
+    if (n == 0) break;  // the file shrank since fstat
+    done += static_cast<std::size_t>(n);
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
+}  // namespace svdserve
