@@ -1,0 +1,230 @@
+// Hostile inputs against the real svdserve binary: each is refused with a status that says what is
+// wrong, within a bounded time and peak memory, nothing is left behind, and the server keeps
+// serving. OpenCV's own size limits are raised in the server's environment far past the server's,
+// so the server has to hold its own.
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "process.hpp"
+#include "server_fixture.hpp"
+#include "tests/client/temp_folder.hpp"
+#include "tests/support/hostile_images.hpp"
+#include "tests/test_paths.hpp"
+
+namespace svdserve::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using svdserve::test::png_chunk;
+using svdserve::test::png_header;
+
+// What a refusal may cost the server: the bounds, far above what reading a header takes
+// and far below decoding the images these files declare (hundreds of MiB, seconds).
+constexpr auto kMaxAnswerTime = std::chrono::seconds(2);
+constexpr int64_t kMaxPeakGrowthBytes = int64_t{64} << 20;
+
+// An RGB PNG of zeros, compressed as it goes: a 16000 x 16000 one is 3.2 MiB of file and 732 MiB
+// of pixels.
+std::string png_of_zeros(uint32_t width, uint32_t height) {
+  z_stream stream{};
+  EXPECT_EQ(deflateInit(&stream, Z_BEST_SPEED), Z_OK);
+  std::vector<unsigned char> row(std::size_t{width} * 3 + 1, 0);  // filter byte "none", then pixels
+  std::string compressed;
+  std::vector<unsigned char> out(1 << 16);
+  for (uint32_t y = 0; y <= height; ++y) {
+    const bool last = y == height;
+    stream.next_in = last ? nullptr : row.data();
+    stream.avail_in = last ? 0 : static_cast<uInt>(row.size());
+    do {
+      stream.next_out = out.data();
+      stream.avail_out = static_cast<uInt>(out.size());
+      deflate(&stream, last ? Z_FINISH : Z_NO_FLUSH);
+      compressed.append(reinterpret_cast<const char*>(out.data()), out.size() - stream.avail_out);
+    } while (stream.avail_out == 0);
+  }
+  deflateEnd(&stream);
+  return png_header(width, height, 2) + png_chunk("IDAT", compressed) + png_chunk("IEND", "");
+}
+
+// A small JPEG whose frame header declares width x height.
+std::string jpeg_declaring(uint16_t width, uint16_t height) {
+  cv::Mat pixels(8, 8, CV_8UC1, cv::Scalar(128));
+  std::vector<uint8_t> bytes;
+  EXPECT_TRUE(cv::imencode(".jpg", pixels, bytes));
+  for (std::size_t i = 2; i + 9 < bytes.size(); ++i) {
+    if (bytes[i] == 0xFF && bytes[i + 1] == 0xC0) {
+      bytes[i + 5] = height >> 8, bytes[i + 6] = height & 0xFF;
+      bytes[i + 7] = width >> 8, bytes[i + 8] = width & 0xFF;
+      break;
+    }
+  }
+  return {bytes.begin(), bytes.end()};
+}
+
+struct Answer {
+  grpc::Status status;
+  std::chrono::milliseconds took{0};
+  int64_t peak_growth_bytes = 0;
+};
+
+class HostileInputsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = free_port();
+    server_ = std::make_unique<Process>(
+        svdserve::test::server_binary(),
+        std::vector<std::string>{"--listen", address(), "--backend", "cpu", "--workers", "2",
+                                 "--loaders", "2", "--encoders", "1", "--cpu-compute-threads",
+                                 "2", "--log-level", "warn"},
+        std::map<std::string, std::string>{
+            {"OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(uint64_t{1} << 34)},
+            {"OPENCV_IO_MAX_IMAGE_WIDTH", std::to_string(1 << 20)},
+            {"OPENCV_IO_MAX_IMAGE_HEIGHT", std::to_string(1 << 20)},
+            {"OPENCV_TEMP_PATH", scratch_.path().string()},
+            {"TMPDIR", scratch_.path().string()}});
+    ClientOptions options;
+    options.wait_for_ready = true;
+    options.timeout = std::chrono::seconds(60);
+    client_ = std::make_unique<Client>(address(), options);
+    auto health = client_->health();
+    ASSERT_TRUE(health.ok()) << health.status().error_message();
+    ASSERT_EQ(*health, HealthStatus::serving);
+    auto baboon = client_->decompose(read_test_image("baboon.jpg"), 16, "baboon");
+    ASSERT_TRUE(baboon.ok()) << baboon.status().error_message();
+  }
+
+  void TearDown() override {
+    client_.reset();
+    server_.reset();
+  }
+
+  [[nodiscard]] std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // The server's peak resident memory so far (VmHWM), in bytes.
+  [[nodiscard]] int64_t peak_resident_bytes() const {
+    std::ifstream status("/proc/" + std::to_string(server_->pid()) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.starts_with("VmHWM:")) return std::stoll(line.substr(6)) * 1024;  // "  123 kB"
+    }
+    ADD_FAILURE() << "no VmHWM in /proc/" << server_->pid() << "/status";
+    return 0;
+  }
+
+  Answer measure(const std::function<grpc::Status()>& call) const {
+    const int64_t peak_before = peak_resident_bytes();
+    const auto start = std::chrono::steady_clock::now();
+    Answer answer;
+    answer.status = call();
+    answer.took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    answer.peak_growth_bytes = peak_resident_bytes() - peak_before;
+    return answer;
+  }
+
+  Answer decompose(const std::string& bytes) const {
+    return measure([&] { return client_->decompose(bytes).status(); });
+  }
+
+  // Refused with `code` and a message holding every part, within the bounds.
+  static void expect_refused(const Answer& answer, grpc::StatusCode code,
+                             const std::vector<std::string>& parts) {
+    EXPECT_EQ(answer.status.error_code(), code) << answer.status.error_message();
+    for (const std::string& part : parts) {
+      EXPECT_NE(answer.status.error_message().find(part), std::string::npos)
+          << "no '" << part << "' in: " << answer.status.error_message();
+    }
+    EXPECT_LT(answer.took, kMaxAnswerTime);
+    EXPECT_LT(answer.peak_growth_bytes, kMaxPeakGrowthBytes);
+  }
+
+  void expect_still_serving() const {
+    auto good = client_->reconstruct("baboon", Rank{8});
+    EXPECT_TRUE(good.ok()) << good.status().error_message();
+  }
+
+  TempFolder scratch_{"svdserve-hostile"};
+  int port_ = 0;
+  std::unique_ptr<Process> server_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(HostileInputsTest, OversizedImagesAreRefusedAtTheHeaderInEveryFormat) {
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"PNG", png_of_zeros(16000, 16000)},
+      {"JPEG", jpeg_declaring(32768, 32768)},
+      {"TIFF", svdserve::test::tiff_declaring(16000, 16000)},
+      {"BigTIFF", svdserve::test::bigtiff_declaring(16000, 16000)},
+      {"BMP", svdserve::test::bmp_declaring(16000, 16000)},
+      {"PGM", svdserve::test::pgm_declaring(16000, 16000)},
+      {"WebP VP8L", svdserve::test::webp_lossless_declaring(16000, 16000)},
+      {"WebP VP8X", svdserve::test::webp_extended_declaring(16000, 16000)},
+  };
+  for (const auto& [format, bytes] : files) {
+    SCOPED_TRACE(format + ", " + std::to_string(bytes.size()) + " bytes");
+    const std::string size = format == "JPEG" ? "32768x32768" : "16000x16000";
+    expect_refused(decompose(bytes), grpc::StatusCode::INVALID_ARGUMENT,
+                   {size, "max_image_width/height"});
+    expect_still_serving();
+  }
+}
+
+TEST_F(HostileInputsTest, OnlyTheDocumentedFormatsAreDecodedAndNothingIsWritten) {
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"Radiance HDR", svdserve::test::radiance_hdr_8x8()},
+      {"Radiance HDR header", svdserve::test::radiance_hdr_header(1 << 21, 1)},
+      {"PFM", svdserve::test::pfm_8x8()},
+      {"PAM", svdserve::test::pam_8x8()},
+      {"Sun raster", svdserve::test::sun_raster_8x8()},
+  };
+  for (const auto& [format, bytes] : files) {
+    SCOPED_TRACE(format);
+    expect_refused(decompose(bytes), grpc::StatusCode::INVALID_ARGUMENT,
+                   {"PNG, JPEG, TIFF, BMP, PNM (P1-P6) or WebP"});
+    expect_still_serving();
+  }
+  EXPECT_TRUE(fs::is_empty(scratch_.path()))
+      << "the server wrote " << fs::directory_iterator(scratch_.path())->path();
+}
+
+TEST_F(HostileInputsTest, DecodeFailuresSayWhatFailedWithoutLibraryDetails) {
+  std::string bad_png = read_test_image("pic1.png");
+  bad_png.replace(bad_png.size() / 2, 64, std::string(64, '\x55'));  // corrupt the deflate data
+  std::string bad_jpeg = read_test_image("baboon.jpg");
+  const std::size_t huffman = bad_jpeg.find("\xFF\xC4");
+  ASSERT_NE(huffman, std::string::npos);
+  bad_jpeg.replace(huffman + 5, 16, std::string(16, '\xFF'));  // code counts no code can have
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"corrupt PNG", bad_png},
+      {"corrupt JPEG", bad_jpeg},
+      {"TIFF without its strip", svdserve::test::tiff_declaring(64, 64)},
+      {"BMP without pixels", svdserve::test::bmp_declaring(64, 64)},
+      {"PGM without most pixels", svdserve::test::pgm_declaring(64, 64)},
+  };
+  for (const auto& [what, bytes] : files) {
+    SCOPED_TRACE(what);
+    const grpc::Status status = client_->decompose(bytes).status();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+    const std::string& message = status.error_message();
+    EXPECT_TRUE(message.starts_with("not a decodable ")) << message;
+    for (const char* internal : {".cpp", "/build", "OpenCV", "libpng", "error:", "modules/"}) {
+      EXPECT_EQ(message.find(internal), std::string::npos) << message;
+    }
+  }
+  expect_still_serving();
+}
+
+}  // namespace
+}  // namespace svdserve::testing
