@@ -103,6 +103,9 @@ cv::Mat wrap_u8(std::span<const std::byte> pixels, const ImageShape& shape) {
           const_cast<std::byte*>(pixels.data())};
 }
 
+constexpr std::string_view kTruncated =
+    "the data is truncated (it ends before the format's end marker)";
+
 // What a client is told about its bytes: the format they claim and why they do not decode, never
 // the decoder's own words (OpenCV's carry its source paths); those go to the debug log.
 InvalidArgument undecodable(ImageFormat format, std::string_view reason) {
@@ -141,8 +144,12 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
   // and the environment can raise them. Channels are checked after decoding (CMYK becomes BGR).
   if (*format == ImageFormat::jpeg) {
     const std::optional<JpegHeader> header = read_jpeg_header(encoded);
-    if (!header) throw undecodable(*format, "its markers end or break before the frame header");
+    if (!header) {
+      throw undecodable(*format, "its markers are malformed or truncated before the frame header");
+    }
     check_dimensions(header->width, header->height, 1, limits);
+    // libjpeg decodes a cut-off scan with grey rows and only warns: refuse it here.
+    if (!header->complete) throw undecodable(*format, kTruncated);
     if (device_decodes && device_decodes(*header)) {
       DecodedImage image;
       image.shape = {header->width, header->height, header->components};
@@ -152,8 +159,9 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
     }
   } else {
     const std::optional<DeclaredImage> header = read_declared_image(*format, encoded);
-    if (!header) throw undecodable(*format, "its header is cut short or malformed");
+    if (!header) throw undecodable(*format, "its header is malformed or truncated");
     check_dimensions(header->width, header->height, 1, limits);
+    if (!header->complete) throw undecodable(*format, kTruncated);
   }
   const cv::Mat buffer(1, static_cast<int>(encoded.size()), CV_8U,
                        const_cast<std::byte*>(encoded.data()));

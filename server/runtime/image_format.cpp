@@ -26,7 +26,8 @@ using Bytes = std::span<const std::byte>;
   return value;
 }
 
-[[nodiscard]] bool starts_with(Bytes bytes, std::string_view magic, std::size_t offset = 0) noexcept {
+[[nodiscard]] bool starts_with(Bytes bytes, std::string_view magic,
+                               std::size_t offset = 0) noexcept {
   return bytes.size() >= offset + magic.size() &&
          std::memcmp(bytes.data() + offset, magic.data(), magic.size()) == 0;
 }
@@ -124,7 +125,8 @@ std::optional<DeclaredImage> read_pnm(Bytes bytes) noexcept {
   const auto next_number = [&]() -> std::optional<uint64_t> {
     while (position < bytes.size()) {
       if (at(bytes, position) == '#') {
-        while (position < bytes.size() && at(bytes, position) != '\n' && at(bytes, position) != '\r') {
+        while (position < bytes.size() && at(bytes, position) != '\n' &&
+               at(bytes, position) != '\r') {
           ++position;
         }
       } else if (is_pnm_space(at(bytes, position))) {
@@ -155,7 +157,8 @@ std::optional<DeclaredImage> read_webp(Bytes bytes) noexcept {
   constexpr std::size_t kLossyHeader = 10, kLosslessHeader = 5, kExtendedHeader = 10;
   DeclaredImage image;
   if (starts_with(bytes, "VP8 ", 12) && bytes.size() >= kChunkData + kLossyHeader) {
-    if (at(bytes, 23) != 0x9D || at(bytes, 24) != 0x01 || at(bytes, 25) != 0x2A) return std::nullopt;
+    const bool start_code = at(bytes, 23) == 0x9D && at(bytes, 24) == 0x01 && at(bytes, 25) == 0x2A;
+    if (!start_code) return std::nullopt;
     image.width = static_cast<uint32_t>(little_endian(bytes, 26, 2) & 0x3FFF);
     image.height = static_cast<uint32_t>(little_endian(bytes, 28, 2) & 0x3FFF);
   } else if (starts_with(bytes, "VP8L", 12) && bytes.size() >= kChunkData + kLosslessHeader) {

@@ -74,6 +74,12 @@ std::string jpeg_declaring(uint16_t width, uint16_t height) {
   return {bytes.begin(), bytes.end()};
 }
 
+std::string encode(const cv::Mat& image, const std::string& extension) {
+  std::vector<uint8_t> bytes;
+  EXPECT_TRUE(cv::imencode(extension, image, bytes));
+  return {bytes.begin(), bytes.end()};
+}
+
 struct Answer {
   grpc::Status status;
   std::chrono::milliseconds took{0};
@@ -197,6 +203,37 @@ TEST_F(HostileInputsTest, OnlyTheDocumentedFormatsAreDecodedAndNothingIsWritten)
   }
   EXPECT_TRUE(fs::is_empty(scratch_.path()))
       << "the server wrote " << fs::directory_iterator(scratch_.path())->path();
+}
+
+TEST_F(HostileInputsTest, TruncatedImagesAreInvalidArgument) {
+  const cv::Mat photo = cv::imread(svdserve::test::test_images_dir() + std::string("/fruits.jpg"));
+  ASSERT_FALSE(photo.empty());
+  const std::string jpeg = read_test_image("baboon.jpg");
+  const std::string png = read_test_image("pic1.png");
+  struct Cut {
+    std::string format;
+    std::string bytes;
+    std::size_t kept;
+  };
+  const std::vector<Cut> cuts = {
+      {"JPEG", jpeg, jpeg.size() / 2},
+      {"JPEG", jpeg, jpeg.size() - 2},  // all but the end-of-image marker
+      {"PNG", png, png.size() / 2},
+      {"PNG", png, png.size() - 12},  // all but the IEND chunk
+      {"TIFF", encode(photo, ".tiff"), 0},
+      {"BMP", encode(photo, ".bmp"), 0},
+      {"PNM", encode(photo, ".ppm"), 0},
+      {"WebP", encode(photo, ".webp"), 0},
+  };
+  for (const Cut& cut : cuts) {
+    const std::size_t kept = cut.kept != 0 ? cut.kept : cut.bytes.size() / 2;
+    SCOPED_TRACE(cut.format + ", " + std::to_string(kept) + " of " +
+                 std::to_string(cut.bytes.size()) + " bytes");
+    ASSERT_TRUE(client_->decompose(cut.bytes).ok()) << "the whole file decodes";
+    expect_refused(decompose(cut.bytes.substr(0, kept)), grpc::StatusCode::INVALID_ARGUMENT,
+                   {"not a decodable " + cut.format, "truncated"});
+    expect_still_serving();
+  }
 }
 
 TEST_F(HostileInputsTest, DecodeFailuresSayWhatFailedWithoutLibraryDetails) {

@@ -197,6 +197,18 @@ TEST(ImageCodec, TruncatedOrGarbageBytesAreInvalidArgument) {
   const std::string png = read_bytes(kImages / "pic1.png");
   const std::string header_only = png.substr(0, 64);
   EXPECT_THROW((void)decode_encoded(as_span(header_only), ImageLimits{}), InvalidArgument);
+
+  // Cut short: JPEG before its end-of-image marker (which libjpeg would fill in grey), PNG before
+  // IEND, WebP before the end its RIFF header gives.
+  const std::string jpeg = read_bytes(kImages / "baboon.jpg");
+  const std::string webp = encode(cv::imread((kImages / "fruits.jpg").string()), ".webp");
+  for (const std::string& cut : {jpeg.substr(0, jpeg.size() / 2), jpeg.substr(0, jpeg.size() - 2),
+                                 png.substr(0, png.size() / 2), png.substr(0, png.size() - 12),
+                                 webp.substr(0, webp.size() - 100)}) {
+    const std::string truncated =
+        invalid_argument_message([&] { (void)decode_encoded(as_span(cut), ImageLimits{}); });
+    EXPECT_NE(truncated.find("truncated"), std::string::npos) << truncated;
+  }
 }
 
 TEST(ImageCodec, EmptyBytesNoImageAndMissingFilesAreInvalidArgument) {

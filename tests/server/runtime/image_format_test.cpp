@@ -144,5 +144,30 @@ TEST(ImageFormat, HeadersCutShortAreNotRead) {
   EXPECT_FALSE(read_declared_image(ImageFormat::webp, as_span(webp)));
 }
 
+TEST(ImageFormat, SaysWhetherAPngOrWebPReachesItsEnd) {
+  const cv::Mat colour = noise(200, 300, CV_8UC3);
+  for (const auto& [format, bytes] :
+       {std::pair{ImageFormat::png, encode(colour, ".png")},
+        std::pair{ImageFormat::webp, encode(colour, ".webp", {cv::IMWRITE_WEBP_QUALITY, 80})}}) {
+    SCOPED_TRACE(format_name(format));
+    const std::optional<DeclaredImage> whole = read_declared_image(format, as_span(bytes));
+    ASSERT_TRUE(whole);
+    EXPECT_TRUE(whole->complete);
+    for (const std::size_t kept : {bytes.size() / 2, bytes.size() - 1}) {
+      const std::string cut = bytes.substr(0, kept);
+      const std::optional<DeclaredImage> image = read_declared_image(format, as_span(cut));
+      ASSERT_TRUE(image) << kept << " bytes";
+      EXPECT_FALSE(image->complete) << kept << " bytes";
+      EXPECT_EQ(image->width, 300U);
+    }
+  }
+  // Trailing bytes after IEND are allowed; a chunk longer than PNG allows is malformed.
+  const std::string png = encode(colour, ".png");
+  EXPECT_TRUE(read_declared_image(ImageFormat::png, as_span(png + "trailer"))->complete);
+  std::string huge_chunk = png;
+  huge_chunk.replace(33, 4, "\xFF\xFF\xFF\xFF");  // the chunk after IHDR
+  EXPECT_FALSE(read_declared_image(ImageFormat::png, as_span(huge_chunk)));
+}
+
 }  // namespace
 }  // namespace svdserve
