@@ -80,6 +80,28 @@ std::string encode(const cv::Mat& image, const std::string& extension) {
   return {bytes.begin(), bytes.end()};
 }
 
+v1::DecomposeRequest raw_f32(uint32_t width, uint32_t height, const std::vector<float>& values,
+                             uint32_t max_rank = 0) {
+  v1::DecomposeRequest request;
+  auto* raw = request.mutable_image()->mutable_raw();
+  raw->set_width(width);
+  raw->set_height(height);
+  raw->set_channels(1);
+  raw->set_type(v1::PIXEL_TYPE_F32);
+  raw->set_data(std::string(reinterpret_cast<const char*>(values.data()),
+                            values.size() * sizeof(float)));
+  request.set_max_rank(max_rank);
+  return request;
+}
+
+// Random signs times magnitude: a full-rank matrix whose entries are all that large.
+std::vector<float> signed_values(std::size_t count, float magnitude, unsigned seed) {
+  std::mt19937 random(seed);
+  std::vector<float> values(count);
+  for (float& value : values) value = (random() & 1) ? magnitude : -magnitude;
+  return values;
+}
+
 struct Answer {
   grpc::Status status;
   std::chrono::milliseconds took{0};
@@ -234,6 +256,31 @@ TEST_F(HostileInputsTest, TruncatedImagesAreInvalidArgument) {
                    {"not a decodable " + cut.format, "truncated"});
     expect_still_serving();
   }
+}
+
+TEST_F(HostileInputsTest, FloatSamplesWhoseDecompositionOverflowsAreInvalidArgument) {
+  // 16 x 16 goes to LAPACK, 256 x 256 at rank 8 to the randomized solver.
+  for (const uint32_t side : {16u, 256u}) {
+    SCOPED_TRACE(std::to_string(side) + "x" + std::to_string(side));
+    const std::vector<float> huge = signed_values(std::size_t{side} * side, 3e38F, side);
+    const v1::DecomposeRequest request = raw_f32(side, side, huge, 8);
+    expect_refused(measure([&] { return client_->decompose(request).status(); }),
+                   grpc::StatusCode::INVALID_ARGUMENT, {"too large"});
+    v1::CompressRequest compress;
+    *compress.mutable_image() = request.image();
+    compress.set_rank(2);
+    expect_refused(measure([&] { return client_->compress(compress).status(); }),
+                   grpc::StatusCode::INVALID_ARGUMENT, {"too large"});
+    expect_still_serving();
+  }
+  // Large but representable: decomposed, with finite singular values and error.
+  auto large = client_->decompose(raw_f32(16, 16, signed_values(256, 1e30F, 7), 8));
+  ASSERT_TRUE(large.ok()) << large.status().error_message();
+  for (float value : large->singular_values(0).values()) EXPECT_TRUE(std::isfinite(value));
+  auto reconstruction = client_->reconstruct(large->id(), Rank{4}, v1::OUTPUT_FORMAT_RAW_F32);
+  ASSERT_TRUE(reconstruction.ok()) << reconstruction.status().error_message();
+  EXPECT_GE(reconstruction->relative_error(), 0.0);
+  EXPECT_LE(reconstruction->relative_error(), 1.0);
 }
 
 TEST_F(HostileInputsTest, DecodeFailuresSayWhatFailedWithoutLibraryDetails) {
