@@ -283,6 +283,74 @@ TEST_F(HostileInputsTest, FloatSamplesWhoseDecompositionOverflowsAreInvalidArgum
   EXPECT_LE(reconstruction->relative_error(), 1.0);
 }
 
+TEST_F(HostileInputsTest, EveryRpcTakingAnIdChecksIt) {
+  const std::string long_id(10 * 1024, 'x');
+  const auto expect_id_refused = [&](const grpc::Status& status) {
+    const std::string shown = status.error_message().substr(0, 300);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << shown;
+    EXPECT_NE(status.error_message().find("256 bytes"), std::string::npos) << shown;
+    EXPECT_LT(status.error_message().size(), 512U) << shown;
+  };
+  expect_id_refused(client_->reconstruct(long_id, Rank{1}).status());
+  expect_id_refused(client_->get_image(long_id).status());
+  expect_id_refused(client_->delete_image(long_id).status());
+  v1::ReconstructProgressiveRequest progressive;
+  progressive.set_id(long_id);
+  progressive.add_ranks(1);
+  expect_id_refused(client_->reconstruct_progressive(progressive).status());
+
+  std::vector<v1::ReconstructRequest> items(2);
+  items[0].set_id(long_id);
+  items[0].set_rank(1);
+  items[1].set_id("baboon");
+  items[1].set_rank(1);
+  v1::ReconstructBatchRequest batch;
+  for (const auto& item : items) *batch.add_items() = item;
+  auto batch_answer = client_->reconstruct_batch(batch);
+  ASSERT_TRUE(batch_answer.ok()) << batch_answer.status().error_message();
+  expect_id_refused(item_status(batch_answer->items(0).status()));
+  EXPECT_TRUE(item_status(batch_answer->items(1).status()).ok());
+  auto stream_answer = client_->reconstruct_stream(items);
+  ASSERT_TRUE(stream_answer.ok()) << stream_answer.status().error_message();
+  expect_id_refused(item_status((*stream_answer)[0].status()));
+  EXPECT_TRUE(item_status((*stream_answer)[1].status()).ok());
+
+  const grpc::Status control_characters = client_->get_image(std::string("a\nb")).status();
+  EXPECT_EQ(control_characters.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << control_characters.error_message();
+
+  // LoadDirectory's ids are paths under the folder: one longer than an id is that file's error.
+  TempFolder folder("svdserve-hostile-ids");
+  const fs::path deep = folder.path() / std::string(200, 'd') / std::string(200, 'e');
+  fs::create_directories(deep);
+  fs::copy_file(svdserve::test::test_images_dir() + std::string("/pic1.png"), deep / "pic1.png");
+  fs::copy_file(svdserve::test::test_images_dir() + std::string("/pic1.png"),
+                folder.path() / "pic1.png");
+  auto loaded = client_->load_directory(folder.path().string(), 8, /*recursive=*/true);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().error_message();
+  ASSERT_EQ(loaded->results_size(), 2);
+  for (const v1::LoadResult& result : loaded->results()) {
+    SCOPED_TRACE(result.id().substr(0, 40));
+    if (result.id() == "pic1.png") {
+      EXPECT_TRUE(item_status(result.status()).ok()) << result.status().message();
+    } else {
+      expect_id_refused(item_status(result.status()));
+    }
+  }
+
+  // An unknown id at the limit is echoed whole; a long path is cut.
+  const std::string longest_id(256, 'y');
+  const grpc::Status unknown = client_->reconstruct(longest_id, Rank{1}).status();
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND) << unknown.error_message();
+  EXPECT_NE(unknown.error_message().find(longest_id), std::string::npos);
+  const grpc::Status no_folder = client_->load_directory("/" + long_id).status();
+  const std::string shown = no_folder.error_message().substr(0, 300);
+  EXPECT_EQ(no_folder.error_code(), grpc::StatusCode::NOT_FOUND) << shown;
+  EXPECT_LT(no_folder.error_message().size(), 512U) << shown;
+  EXPECT_NE(no_folder.error_message().find("…"), std::string::npos) << shown;
+  expect_still_serving();
+}
+
 TEST_F(HostileInputsTest, DecodeFailuresSayWhatFailedWithoutLibraryDetails) {
   std::string bad_png = read_test_image("pic1.png");
   bad_png.replace(bad_png.size() / 2, 64, std::string(64, '\x55'));  // corrupt the deflate data
