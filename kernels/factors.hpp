@@ -5,12 +5,28 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "kernels/errors.hpp"
 #include "kernels/image.hpp"
 
 namespace svdserve {
+
+// The largest Frobenius norm of a plane the float32 solvers take. Singular values are at most the
+// norm and a randomized sketch's entries about sqrt(width) <= 256 times it, so 2^16 below float32's
+// largest value keeps every intermediate and every factor finite.
+inline constexpr double kMaxPlaneFrobeniusNorm = std::numeric_limits<float>::max() / 65536.0;
+
+// The error for a plane over that norm, or whose factors came out non-finite all the same.
+[[nodiscard]] inline InvalidArgument values_too_large(std::size_t image, uint32_t channel) {
+  return InvalidArgument("the values of image " + std::to_string(image) + ", channel " +
+                         std::to_string(channel) +
+                         ", are too large: their singular values would overflow float32 (the "
+                         "plane's Frobenius norm must stay below 5e33); scale the samples down");
+}
 
 class Factors {
  public:

@@ -177,16 +177,27 @@ class CpuBackend final : public Backend {
       });
       // One task per plane: channels are independent SVDs.
       std::vector<PlaneSvd> planes(images.size() * shape.channels);
+      std::vector<double> plane_energies(planes.size());
       pool_.run(planes.size(), [&](std::size_t index, unsigned worker) {
         const std::size_t image = index / shape.channels;
         const auto channel = static_cast<uint32_t>(index % shape.channels);
         const std::span<const float> plane = images[image].plane(channel);
-        if (!all_finite(plane)) {
+        // No sum of squared floats overflows float64: it is finite exactly when every sample is.
+        double energy = 0.0;
+        for (const float value : plane) energy += double{value} * value;
+        if (!std::isfinite(energy)) {
           throw InvalidArgument("image " + std::to_string(image) + " has a NaN or infinite value" +
                                 " in channel " + std::to_string(channel));
         }
-        planes[index] = truncated_svd(plane, shape.height, shape.width, rank, svd_method_,
-                                      svd_workspaces_[worker]);
+        if (std::sqrt(energy) > kMaxPlaneFrobeniusNorm) throw values_too_large(image, channel);
+        PlaneSvd& svd = planes[index];
+        svd = truncated_svd(plane, shape.height, shape.width, rank, svd_method_,
+                            svd_workspaces_[worker]);
+        if (!all_finite(svd.singular_values) || !all_finite(svd.factors.u) ||
+            !all_finite(svd.factors.vt)) {
+          throw values_too_large(image, channel);
+        }
+        plane_energies[index] = energy;
       });
 
       std::vector<std::shared_ptr<const Factors>> factors;
@@ -200,7 +211,9 @@ class CpuBackend final : public Backend {
           channels[channel] = std::move(plane.factors);
         }
         double energy = 0.0;
-        for (float value : images[image].planes) energy += double{value} * value;
+        for (uint32_t channel = 0; channel < shape.channels; ++channel) {
+          energy += plane_energies[image * shape.channels + channel];
+        }
         factors.push_back(std::make_shared<const CpuFactors>(
             shape, rank, std::move(singular_values), std::move(channels), energy));
       }

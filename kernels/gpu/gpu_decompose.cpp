@@ -124,6 +124,9 @@ void upload_matrices(StreamContext& context, std::span<const DecodedImage* const
                             " of the batch has a NaN or infinite value in channel " +
                             std::to_string(i % shape.channels));
     }
+    if (std::sqrt(norms_squared[i]) > kMaxPlaneFrobeniusNorm) {
+      throw values_too_large(i / shape.channels, static_cast<uint32_t>(i % shape.channels));
+    }
   }
 }
 
@@ -203,6 +206,14 @@ DecomposeOutcome decompose_batch(StreamContext& context,
 
   outcome.factors.reserve(images.size());
   const float* s_host = context.staging_out.as<float>();
+  // The spectra are on the host already: a non-finite one is refused, whatever overflowed.
+  for (std::size_t i = 0; i < matrices * rank; ++i) {
+    if (!std::isfinite(s_host[i])) {
+      const std::size_t matrix = i / rank;
+      throw values_too_large(matrix / shape.channels,
+                             static_cast<uint32_t>(matrix % shape.channels));
+    }
+  }
   for (std::size_t i = 0; i < images.size(); ++i) {
     std::vector<std::vector<float>> spectra(shape.channels);
     double energy = 0.0;

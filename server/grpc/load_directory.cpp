@@ -9,6 +9,7 @@
 #include <set>
 
 #include "kernels/errors.hpp"
+#include "server/grpc/request_translation.hpp"
 #include "server/grpc/response_fields.hpp"
 #include "server/grpc/service.hpp"
 #include "server/grpc/status_mapping.hpp"
@@ -90,8 +91,9 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
     if (request->path().empty()) throw InvalidArgument("path is empty; name a folder on the server");
     std::error_code ignored;
     if (!fs::is_directory(folder, ignored)) {
-      throw NotFound("'" + request->path() + "' is not a folder on the server (mount it into the "
-                     "container, e.g. -v /host/images:/data)");
+      throw NotFound(quote_client_text(request->path()) +
+                     " is not a folder on the server (mount it into the container, e.g. -v "
+                     "/host/images:/data)");
     }
     const uint32_t max_rank = ranks_.rank_to_keep(request->max_rank());
     const bool recursive = request->recursive();
@@ -123,6 +125,14 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
       for (std::size_t i = 0; i < entries.size(); ++i) {
         if (!entries[i].skipped.empty()) continue;
         v1::LoadResult* result = response->mutable_results(static_cast<int>(i));
+        try {
+          check_image_id(result->id());  // a path under the folder can be longer than an id
+        } catch (...) {
+          fill_status(to_status(std::current_exception()), result->mutable_status());
+          std::lock_guard done_lock(progress.mutex);
+          --progress.remaining;
+          continue;
+        }
         JobPtr job = make_job(ctx, JobKind::decompose);
         job->source = ImageFile{entries[i].path.string()};
         job->image_id = result->id();

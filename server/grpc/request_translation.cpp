@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/errors.hpp"
+#include "server/grpc/status_mapping.hpp"
 
 namespace svdserve {
 namespace {
@@ -23,6 +24,23 @@ std::optional<SampleType> sample_type_of(v1::PixelType type) {
 }
 
 }  // namespace
+
+void check_image_id(std::string_view id) {
+  if (id.size() > kMaxImageIdBytes) {
+    throw InvalidArgument("image id is longer than " + std::to_string(kMaxImageIdBytes) +
+                          " bytes");
+  }
+  for (const unsigned char c : id) {
+    if (c < 0x20 || c == 0x7f) throw InvalidArgument("image id contains control characters");
+  }
+}
+
+std::string quote_client_text(std::string_view text) {
+  std::string quote(1, '\'');
+  quote += shortened(text, kMaxImageIdBytes);
+  quote += '\'';
+  return quote;
+}
 
 ImageSource image_source_of(const v1::ImageInput& input) {
   switch (input.source_case()) {

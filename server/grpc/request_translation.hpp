@@ -5,12 +5,27 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "server/runtime/job.hpp"
 #include "svdserve/v1/svdserve.pb.h"
 
 namespace svdserve {
+
+// The longest image id an RPC takes, in bytes.
+inline constexpr std::size_t kMaxImageIdBytes = 256;
+
+// Every RPC that takes or makes an image id checks it here: InvalidArgument, without echoing it,
+// when it is longer than kMaxImageIdBytes or holds control characters. Empty passes (Decompose
+// then names the image; the other calls say so or answer NOT_FOUND).
+void check_image_id(std::string_view id);
+
+// Client text (an id, a path) as error messages quote it: in quotes, cut after kMaxImageIdBytes
+// with an ellipsis, so that no answer outgrows gRPC's metadata limit.
+[[nodiscard]] std::string quote_client_text(std::string_view text);
 
 // Views into `input` (which must outlive the job): encoded bytes or raw samples; nothing set is
 // std::monostate, which the decoder refuses with a message. An unknown pixel type is left unset.

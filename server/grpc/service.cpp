@@ -12,19 +12,9 @@
 namespace svdserve {
 namespace {
 
-constexpr std::size_t kMaxIdLength = 256;
 // Room Echo leaves below max_message_bytes for framing: the headroom a reconstruction's output
 // keeps too (server.cpp), so any size a reconstruction can answer, Echo can.
 constexpr uint64_t kEchoHeadroomBytes = 64 * 1024;
-
-void check_image_id(const std::string& id) {
-  if (id.size() > kMaxIdLength) {
-    throw InvalidArgument("image id is longer than " + std::to_string(kMaxIdLength) + " bytes");
-  }
-  for (unsigned char c : id) {
-    if (c < 0x20 || c == 0x7f) throw InvalidArgument("image id contains control characters");
-  }
-}
 
 void check_has_image(const v1::ImageInput& image) {
   if (image.source_case() == v1::ImageInput::SOURCE_NOT_SET) {
@@ -83,6 +73,7 @@ JobPtr SvdService::make_reconstruct_job(grpc::CallbackServerContext* ctx,
   const OutputFormat format = output_format_of(request.format());
   const uint32_t jpeg_quality = jpeg_quality_of(request.jpeg_quality());
   if (request.id().empty()) throw InvalidArgument("id is empty; say which image to reconstruct");
+  check_image_id(request.id());
   JobPtr job = make_job(ctx, JobKind::reconstruct);
   job->image_id = request.id();
   job->rank_choice = ranks_.selection(request.rank(), energy_fraction_of(request));
@@ -210,8 +201,9 @@ grpc::ServerUnaryReactor* SvdService::GetImage(grpc::CallbackServerContext* ctx,
                                                const v1::GetImageRequest* request,
                                                v1::GetImageResponse* response) {
   return answer(ctx, "GetImage", [&] {
+    check_image_id(request->id());
     const auto info = context_.store.info(request->id());
-    if (!info) throw NotFound("no image with id '" + request->id() + "'");
+    if (!info) throw NotFound("no image with id " + quote_client_text(request->id()));
     fill_info(*info, response->mutable_info());
     if (request->include_singular_values()) {
       if (auto factors = context_.store.peek(request->id())) {
@@ -236,8 +228,10 @@ grpc::ServerUnaryReactor* SvdService::ListImages(grpc::CallbackServerContext* ct
 grpc::ServerUnaryReactor* SvdService::DeleteImage(grpc::CallbackServerContext* ctx,
                                                   const v1::DeleteImageRequest* request,
                                                   v1::DeleteImageResponse* response) {
-  return answer(ctx, "DeleteImage",
-                [&] { response->set_bytes_freed(context_.store.erase(request->id())); });
+  return answer(ctx, "DeleteImage", [&] {
+    check_image_id(request->id());
+    response->set_bytes_freed(context_.store.erase(request->id()));
+  });
 }
 
 grpc::ServerUnaryReactor* SvdService::GetServerInfo(grpc::CallbackServerContext* ctx,

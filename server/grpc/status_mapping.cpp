@@ -6,6 +6,8 @@
 namespace svdserve {
 namespace {
 
+constexpr std::string_view kEllipsis = "…";
+
 grpc::StatusCode code_for(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::invalid_argument: return grpc::StatusCode::INVALID_ARGUMENT;
@@ -22,16 +24,28 @@ grpc::StatusCode code_for(ErrorKind kind) {
 
 }  // namespace
 
+std::string shortened(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t cut = max_bytes;
+  constexpr unsigned char kContinuationMask = 0xC0, kContinuation = 0x80;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & kContinuationMask) == kContinuation) {
+    --cut;
+  }
+  return std::string(text.substr(0, cut)) + std::string(kEllipsis);
+}
+
 grpc::Status to_status(std::exception_ptr error) {
   if (!error) return grpc::Status::OK;
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
-    return {code_for(e.kind()), e.what()};
+    return {code_for(e.kind()), shortened(e.what(), kMaxStatusMessageBytes - kEllipsis.size())};
   } catch (const std::bad_alloc&) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED, "server ran out of host memory"};
   } catch (const std::exception& e) {
-    return {grpc::StatusCode::INTERNAL, std::string("internal error: ") + e.what()};
+    return {grpc::StatusCode::INTERNAL,
+            shortened(std::string("internal error: ") + e.what(),
+                      kMaxStatusMessageBytes - kEllipsis.size())};
   } catch (...) {
     return {grpc::StatusCode::INTERNAL, "internal error"};
   }

@@ -3,13 +3,24 @@
 
 #include <grpcpp/support/status.h>
 
+#include <cstddef>
 #include <exception>
 #include <string>
+#include <string_view>
 
 namespace svdserve {
 
-// svdserve::Error -> its code; any other exception -> INTERNAL. The message is the exception's.
+// The longest status message answered: gRPC refuses trailers past its metadata limit (8 KiB by
+// default), and a message that echoes a client's text must not turn into that transport error.
+inline constexpr std::size_t kMaxStatusMessageBytes = 1024;
+
+// svdserve::Error -> its code; any other exception -> INTERNAL. The message is the exception's,
+// shortened to kMaxStatusMessageBytes.
 [[nodiscard]] grpc::Status to_status(std::exception_ptr error);
+
+// `text` if it is at most max_bytes long; else at most max_bytes of its start, cut at a UTF-8
+// character boundary, and "…" (three bytes more).
+[[nodiscard]] std::string shortened(std::string_view text, std::size_t max_bytes);
 
 // "OK", "INVALID_ARGUMENT", ... as gRPC spells them (the table shared with the client);
 // "CODE_<n>" outside google.rpc.Code.

@@ -5,11 +5,14 @@
 
 #include <cmath>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "kernels/errors.hpp"
 #include "kernels/trace.hpp"
 #include "server/runtime/image_file.hpp"
+#include "server/runtime/image_format.hpp"
+#include "server/runtime/logger.hpp"
 
 namespace svdserve {
 namespace {
@@ -99,6 +102,16 @@ cv::Mat wrap_u8(std::span<const std::byte> pixels, const ImageShape& shape) {
           const_cast<std::byte*>(pixels.data())};
 }
 
+constexpr std::string_view kTruncated =
+    "the data is truncated (it ends before the format's end marker)";
+
+// What a client is told about its bytes: the format they claim and why they do not decode, never
+// the decoder's own words (OpenCV's carry its source paths); those go to the debug log.
+InvalidArgument undecodable(ImageFormat format, std::string_view reason) {
+  return InvalidArgument("not a decodable " + std::string(format_name(format)) + ": " +
+                         std::string(reason));
+}
+
 }  // namespace
 
 DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits,
@@ -110,10 +123,22 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
                           " bytes, over the server's max_image_bytes of " +
                           std::to_string(limits.max_bytes));
   }
-  if (const std::optional<JpegHeader> header = read_jpeg_header(encoded)) {
-    // A small JPEG can declare a huge image: refuse it at the header, before decoding. Channels
-    // are checked after decoding: OpenCV turns CMYK into BGR.
+  const std::optional<ImageFormat> format = sniff_image_format(encoded);
+  if (!format) {
+    throw InvalidArgument("the image is not a " + std::string(kAcceptedImageFormats) +
+                          " file (judged by its first bytes); send one of those, or raw pixels");
+  }
+  // Sizes come from the header, before any decoding, rather than from OpenCV's
+  // OPENCV_IO_MAX_IMAGE_* limits: OpenCV reads those once as it loads, before the config exists,
+  // and the environment can raise them. Channels are checked after decoding (CMYK becomes BGR).
+  if (*format == ImageFormat::jpeg) {
+    const std::optional<JpegHeader> header = read_jpeg_header(encoded);
+    if (!header) {
+      throw undecodable(*format, "its markers are malformed or truncated before the frame header");
+    }
     check_dimensions(header->width, header->height, 1, limits);
+    // libjpeg decodes a cut-off scan with grey rows and only warns: refuse it here.
+    if (!header->complete) throw undecodable(*format, kTruncated);
     if (device_decodes && device_decodes(*header)) {
       DecodedImage image;
       image.shape = {header->width, header->height, header->components};
@@ -121,6 +146,11 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
       image.jpeg.assign(encoded.begin(), encoded.end());
       return image;
     }
+  } else {
+    const std::optional<DeclaredImage> header = read_declared_image(*format, encoded);
+    if (!header) throw undecodable(*format, "its header is malformed or truncated");
+    check_dimensions(header->width, header->height, 1, limits);
+    if (!header->complete) throw undecodable(*format, kTruncated);
   }
   const cv::Mat buffer(1, static_cast<int>(encoded.size()), CV_8U,
                        const_cast<std::byte*>(encoded.data()));
@@ -128,12 +158,12 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
   try {
     decoded = cv::imdecode(buffer, cv::IMREAD_UNCHANGED);
   } catch (const cv::Exception& e) {
-    throw InvalidArgument(std::string("could not decode the image: ") + e.what());
+    log().debug("decode failed format={} error=\"{}\"", format_name(*format), e.what());
+    throw undecodable(*format, "the decoder rejected its data");
   }
   if (decoded.empty()) {
-    throw InvalidArgument(
-        "could not decode the image bytes: not a PNG, JPEG, TIFF, BMP, PGM/PPM or WebP file, or "
-        "the file is truncated");
+    log().debug("decode failed format={} error=\"no image\"", format_name(*format));
+    throw undecodable(*format, "its data is corrupt or truncated");
   }
   check_dimensions(static_cast<uint32_t>(decoded.cols), static_cast<uint32_t>(decoded.rows),
                    static_cast<uint32_t>(decoded.channels()), limits);

@@ -25,12 +25,13 @@ struct ImageLimits {
 // Whether the backend decodes this JPEG itself (Backend::decodes_jpeg); empty: never.
 using DeviceJpegFilter = std::function<bool(const JpegHeader&)>;
 
-// Decodes encoded bytes (any format OpenCV reads), takes raw pixels or reads and decodes a file
-// (a regular one, its size checked before it is read: image_file.hpp), checking sizes, channels and (for float samples) finiteness. Throws InvalidArgument with a
-// message that names what is wrong. The samples keep their type; see SampleType for how they map
-// onto the 0..255 scale. A JPEG is checked against the size limits from its header, before any
-// decoding; one that `device_decodes` accepts is not decoded here but passed on as
-// DecodedImage::jpeg.
+// Decodes encoded bytes (PNG, JPEG, TIFF, BMP, PNM or WebP, by their magic bytes), takes raw
+// pixels or reads and decodes a file (a regular one, its size checked before it is read:
+// image_file.hpp), checking sizes, channels and (for float samples) finiteness. Throws
+// InvalidArgument with a message that names what is wrong. The samples keep their type; see
+// SampleType for how they map onto the 0..255 scale. Every format is checked against the size
+// limits from its header, before any decoding (image_format.hpp); a JPEG that `device_decodes`
+// accepts is not decoded here but passed on as DecodedImage::jpeg.
 [[nodiscard]] DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits,
                                         const DeviceJpegFilter& device_decodes = {});
 [[nodiscard]] DecodedImage decode_encoded(std::span<const std::byte> encoded,

@@ -53,7 +53,7 @@ inline constexpr uint32_t kMaxJpegQuality = 100;
 // Where a decompose or compress job's image comes from. The spans point into the RPC's request,
 // which lives until the RPC finishes, i.e. after on_done.
 struct EncodedImage {
-  std::span<const std::byte> bytes;  // any format OpenCV decodes
+  std::span<const std::byte> bytes;  // PNG, JPEG, TIFF, BMP, PNM or WebP (image_format.hpp)
 };
 struct RawPixels {
   uint32_t width = 0;

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <string_view>
 
 extern char** environ;
 
@@ -35,7 +36,8 @@ std::string temp_path(const char* suffix) {
 
 }  // namespace
 
-Process::Process(const std::string& program, const std::vector<std::string>& args)
+Process::Process(const std::string& program, const std::vector<std::string>& args,
+                 const std::map<std::string, std::string>& environment)
     : out_path_(temp_path(".out")), err_path_(temp_path(".err")) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -48,6 +50,17 @@ Process::Process(const std::string& program, const std::vector<std::string>& arg
   argv.push_back(const_cast<char*>(program.c_str()));
   for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  std::vector<std::string> variables;
+  for (char** variable = environ; *variable != nullptr; ++variable) {
+    const std::string_view entry(*variable);
+    if (!environment.contains(std::string(entry.substr(0, entry.find('='))))) {
+      variables.emplace_back(entry);
+    }
+  }
+  for (const auto& [name, value] : environment) variables.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& variable : variables) envp.push_back(variable.data());
+  envp.push_back(nullptr);
   // The test process may block SIGTERM/SIGINT; the child must start with default signals.
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
@@ -55,7 +68,7 @@ Process::Process(const std::string& program, const std::vector<std::string>& arg
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&attributes, &none);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-  const int error = posix_spawn(&pid_, program.c_str(), &actions, &attributes, argv.data(), environ);
+  const int error = posix_spawn(&pid_, program.c_str(), &actions, &attributes, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   if (error != 0) throw std::runtime_error("cannot start " + program);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,15 @@ struct ProcessResult {
 
 class Process {
  public:
-  // Starts program with args; stdout and stderr go to files read back by wait().
-  Process(const std::string& program, const std::vector<std::string>& args);
+  // Starts program with args and this process's environment, plus `environment` (which wins);
+  // stdout and stderr go to files read back by wait().
+  Process(const std::string& program, const std::vector<std::string>& args,
+          const std::map<std::string, std::string>& environment = {});
   ~Process();  // kills the process if it still runs
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
+  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
   void signal(int signal_number) const;
   // Waits up to the limit, then kills it (exit_code -1).
   ProcessResult wait(std::chrono::seconds limit);

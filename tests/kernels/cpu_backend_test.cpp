@@ -23,6 +23,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -427,6 +428,34 @@ TEST_F(CpuBackendErrorTest, NonFiniteInputIsInvalid) {
     const ImageF32* images[] = {&image_, &poisoned};
     EXPECT_THROW((void)backend_->decompose(images, 4), InvalidArgument) << bad;
   }
+}
+
+TEST_F(CpuBackendErrorTest, SamplesWhoseDecompositionOverflowsAreInvalid) {
+  // Finite samples with singular values past float32's 3.4e38: 16 x 16 goes to LAPACK, 256 x 256
+  // at rank 8 to the randomized solver.
+  std::mt19937 random(7);
+  const auto signed_image = [&](uint32_t side, float magnitude) {
+    ImageF32 image{{side, side, 1}, std::vector<float>(std::size_t{side} * side)};
+    for (float& value : image.planes) value = (random() & 1) ? magnitude : -magnitude;
+    return image;
+  };
+  for (const uint32_t side : {16U, 256U}) {
+    const ImageF32 huge = signed_image(side, 3e38F);
+    const ImageF32* images[] = {&huge};
+    try {
+      (void)backend_->decompose(images, 8);
+      ADD_FAILURE() << side << "x" << side << " decomposed";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("too large"), std::string::npos) << e.what();
+    }
+  }
+  // Large but representable: decomposed, every singular value finite.
+  const ImageF32 large = signed_image(16, 1e30F);
+  const ImageF32* images[] = {&large};
+  const auto factors = backend_->decompose(images, 8);
+  ASSERT_EQ(factors.size(), 1U);
+  for (const float value : factors.front()->singular_values(0)) EXPECT_TRUE(std::isfinite(value));
+  EXPECT_TRUE(std::isfinite(factors.front()->energy()));
 }
 
 TEST_F(CpuBackendErrorTest, MalformedBatchesAreInvalid) {

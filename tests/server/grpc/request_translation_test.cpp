@@ -124,6 +124,34 @@ TEST(RequestTranslation, MalformedRawRequestsAreInvalidArgument) {
   EXPECT_THROW((void)parse_reconstruct_request(grpc::ByteBuffer(&truncated, 1)), InvalidArgument);
 }
 
+TEST(RequestTranslation, ImageIdsAreCheckedWithoutBeingEchoed) {
+  EXPECT_NO_THROW(check_image_id(""));  // Decompose: the server names it
+  EXPECT_NO_THROW(check_image_id("cat.jpg"));
+  EXPECT_NO_THROW(check_image_id(std::string(kMaxImageIdBytes, 'x')));
+  EXPECT_NO_THROW(check_image_id("photos/été.jpg"));
+  for (const std::string& bad : {std::string(kMaxImageIdBytes + 1, 'x'), std::string(10240, 'x'),
+                                 std::string("a\nb"), std::string("a\0b", 3),
+                                 std::string("a\x7f")}) {
+    try {
+      check_image_id(bad);
+      ADD_FAILURE() << "accepted an id of " << bad.size() << " bytes";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(RequestTranslation, QuotedClientTextIsCutWithAnEllipsis) {
+  EXPECT_EQ(quote_client_text("cat.jpg"), "'cat.jpg'");
+  const std::string longest(kMaxImageIdBytes, 'y');
+  EXPECT_EQ(quote_client_text(longest), "'" + longest + "'");
+  EXPECT_EQ(quote_client_text(std::string(10240, 'z')),
+            "'" + std::string(kMaxImageIdBytes, 'z') + "…'");
+  // Never half a UTF-8 character: "é" is two bytes and would straddle the cut.
+  const std::string accented = std::string(kMaxImageIdBytes - 1, 'a') + "éé";
+  EXPECT_EQ(quote_client_text(accented), "'" + std::string(kMaxImageIdBytes - 1, 'a') + "…'");
+}
+
 TEST(ResponseFields, ItemStatusCarriesCodeAndMessage) {
   v1::ItemStatus status;
   fill_status(grpc::Status(grpc::StatusCode::NOT_FOUND, "no image 'x'"), &status);

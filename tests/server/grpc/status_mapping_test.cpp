@@ -75,6 +75,17 @@ TEST(StatusMapping, NonStandardExceptionsAreInternal) {
   EXPECT_FALSE(status.error_message().empty());
 }
 
+TEST(StatusMapping, LongMessagesAreCutToFitTheTrailers) {
+  // gRPC refuses trailers over its metadata limit (8 KiB by default): a message that carried a
+  // client's 10 KiB of text would turn the answer into a transport error.
+  const grpc::Status status =
+      to_status(std::make_exception_ptr(NotFound("no such '" + std::string(10240, 'x') + "'")));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_LE(status.error_message().size(), 1024U);
+  EXPECT_TRUE(status.error_message().starts_with("no such 'xxx"));
+  EXPECT_TRUE(status.error_message().ends_with("…")) << status.error_message().substr(1000);
+}
+
 // The shared table (svdserve/status_code_names.hpp): GetStats reports codes by these names.
 TEST(StatusMapping, CodeNamesAreGrpcsSpelling) {
   EXPECT_EQ(code_name(grpc::StatusCode::OK), "OK");

@@ -109,14 +109,21 @@ TEST(ImageCodecJpeg, AJpegWithDamagedTablesGoesToOpenCvAndIsInvalidArgument) {
                InvalidArgument);
 }
 
-TEST(ImageCodecJpeg, ATruncatedJpegIsNotPassedOn) {
+TEST(ImageCodecJpeg, ATruncatedJpegIsRefusedWhoeverWouldDecodeIt) {
   std::vector<uint8_t> bytes = encode_jpeg(noise(64, 64, CV_8UC3));
-  bytes.resize(bytes.size() / 2);
-  const DeviceJpegFilter takes_complete = [](const JpegHeader& header) { return header.complete; };
-  try {
-    const DecodedImage image = decode_image(source_of(bytes), ImageLimits{}, takes_complete);
-    EXPECT_FALSE(image.is_jpeg());  // OpenCV's call: it may fill in the missing rows
-  } catch (const InvalidArgument&) {
+  for (const std::size_t kept : {bytes.size() / 2, bytes.size() - 2}) {  // half; all but EOI
+    const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<long>(kept));
+    for (const bool device : {false, true}) {
+      JpegHeader seen;
+      const DeviceJpegFilter filter = device ? DeviceJpegFilter(TakeEveryJpeg{&seen}) : nullptr;
+      try {
+        (void)decode_image(source_of(cut), ImageLimits{}, filter);
+        ADD_FAILURE() << "a truncated JPEG was accepted, " << kept << " bytes";
+      } catch (const InvalidArgument& e) {
+        EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+      }
+      EXPECT_EQ(seen.width, 0U) << "refused before the backend is asked";
+    }
   }
 }
 
