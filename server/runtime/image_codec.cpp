@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <fstream>
-#include <iterator>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -114,13 +113,24 @@ InvalidArgument undecodable(ImageFormat format, std::string_view reason) {
 }
 
 // The path is the server's: logged, not answered (LoadDirectory's results name their files).
-std::string read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
+// Sized before reading, and read no further, so a huge or growing file costs at most max_bytes.
+std::string read_file(const std::string& path, std::size_t max_bytes) {
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  const std::streamoff size = file ? static_cast<std::streamoff>(file.tellg()) : -1;
+  if (size < 0) {
     log().debug("cannot read image file path={}", path);
     throw InvalidArgument("cannot read the image file");
   }
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  if (static_cast<uint64_t>(size) > max_bytes) {
+    throw InvalidArgument("image file is " + std::to_string(size) +
+                          " bytes, over the server's max_image_bytes of " +
+                          std::to_string(max_bytes));
+  }
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  file.seekg(0);
+  file.read(bytes.data(), size);
+  bytes.resize(static_cast<std::size_t>(file.gcount()));
+  return bytes;
 }
 
 }  // namespace
@@ -194,7 +204,7 @@ DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits,
     }
     DecodedImage operator()(const RawPixels& raw) const { return decode_raw(raw, limits); }
     DecodedImage operator()(const ImageFile& file) const {
-      const std::string bytes = read_file(file.path);
+      const std::string bytes = read_file(file.path, limits.max_bytes);
       return decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), limits,
                             device_decodes);
     }
