@@ -1,6 +1,7 @@
 #include "server/grpc/status_mapping.hpp"
 
 #include "kernels/errors.hpp"
+#include "server/runtime/logger.hpp"
 #include "svdserve/status_code_names.hpp"
 
 namespace svdserve {
@@ -43,9 +44,9 @@ grpc::Status to_status(std::exception_ptr error) {
   } catch (const std::bad_alloc&) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED, "server ran out of host memory"};
   } catch (const std::exception& e) {
-    return {grpc::StatusCode::INTERNAL,
-            shortened(std::string("internal error: ") + e.what(),
-                      kMaxStatusMessageBytes - kEllipsis.size())};
+    // Not one of ours: its message speaks of a library's internals (OpenCV's name its sources).
+    log().error("internal error: {}", e.what());
+    return {grpc::StatusCode::INTERNAL, "internal error (the server's log has the details)"};
   } catch (...) {
     return {grpc::StatusCode::INTERNAL, "internal error"};
   }

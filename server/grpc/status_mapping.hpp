@@ -14,8 +14,8 @@ namespace svdserve {
 // default), and a message that echoes a client's text must not turn into that transport error.
 inline constexpr std::size_t kMaxStatusMessageBytes = 1024;
 
-// svdserve::Error -> its code; any other exception -> INTERNAL. The message is the exception's,
-// shortened to kMaxStatusMessageBytes.
+// svdserve::Error -> its code and its message, shortened to kMaxStatusMessageBytes; any other
+// exception -> INTERNAL, its message logged rather than answered.
 [[nodiscard]] grpc::Status to_status(std::exception_ptr error);
 
 // `text` if it is at most max_bytes long; else at most max_bytes of its start, cut at a UTF-8

@@ -25,14 +25,26 @@ bool is_ip_address(const std::string& text) {
          inet_pton(AF_INET6, text.c_str(), &address) == 1;
 }
 
-// Collects text-format parse errors with their position instead of printing them.
-class CollectingErrors : public google::protobuf::io::ErrorCollector {
+// Where text-format parsing first failed and what kind of failure it was, but not the parser's
+// message: that quotes the text it choked on, and the file may be no config at all (--config
+// /etc/shadow must not print a password hash).
+class FirstErrorPosition : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int line, int column, const std::string& message) override {
-    errors += "line " + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " +
-              message + "; ";
+    if (found_) return;
+    found_ = true;
+    const auto mentions = [&](const char* text) { return message.find(text) != std::string::npos; };
+    const char* kind = mentions("has no field named")          ? "an unknown field"
+                       : mentions("Unknown enumeration value") ? "an unknown enum value"
+                                                               : "text it cannot parse";
+    description_ = std::string(kind) + " at line " + std::to_string(line + 1) + ", column " +
+                   std::to_string(column + 1);
   }
-  std::string errors;
+  [[nodiscard]] const std::string& description() const noexcept { return description_; }
+
+ private:
+  bool found_ = false;
+  std::string description_ = "text it cannot parse";
 };
 
 }  // namespace
@@ -44,10 +56,13 @@ v1::ServerConfig read_config_file(const std::string& path) {
   text << file.rdbuf();
   v1::ServerConfig config;
   google::protobuf::TextFormat::Parser parser;
-  CollectingErrors errors;
-  parser.RecordErrorsTo(&errors);
+  FirstErrorPosition error;
+  parser.RecordErrorsTo(&error);
   if (!parser.ParseFromString(text.str(), &config)) {
-    throw InvalidArgument("config file '" + path + "': " + errors.errors);
+    throw InvalidArgument("config file '" + path +
+                          "' is not a valid svdserve.v1.ServerConfig in protobuf text format: " +
+                          error.description() +
+                          " (config/svdserve.textproto shows every field)");
   }
   return config;
 }

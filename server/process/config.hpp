@@ -9,7 +9,8 @@
 
 namespace svdserve {
 
-// Reads a protobuf text-format file. Throws InvalidArgument naming the file, line and field.
+// Reads a protobuf text-format file. Throws InvalidArgument naming the file and the line and
+// column of the first error, never the file's text.
 [[nodiscard]] v1::ServerConfig read_config_file(const std::string& path);
 
 // Fills every field left at 0/empty with its documented default (config/svdserve.textproto).

@@ -7,7 +7,9 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 
+#include "tests/client/temp_folder.hpp"
 #include "tests/test_paths.hpp"
 #include "process.hpp"
 #include "server_fixture.hpp"
@@ -112,6 +114,24 @@ TEST(ServerBinaryTest, BadConfigIsRefusedWithExitCode2) {
   auto result = run_process(svdserve::test::server_binary(), {"--max-batch-size", "-3"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("max-batch-size"), std::string::npos) << result.err;
+}
+
+TEST(ServerBinaryTest, AConfigFileThatIsNotTextFormatIsNotEchoed) {
+  // As --config /etc/shadow would be: the parse error must not hand the file's text to whoever
+  // reads the output.
+  TempFolder folder("svdserve-config");
+  const std::string secret = "hunter2x7f3a9c";
+  const fs::path path = folder.path() / "shadow";
+  std::ofstream(path) << secret << ":$y$j9T$Zq1bd0Kw$secret-hash:19000:0:99999:7:::\n"
+                      << "daemon:*:19000:0:99999:7:::\n";
+  const ProcessResult result =
+      run_process(svdserve::test::server_binary(), {"--config", path.string()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err.find(secret), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("secret-hash"), std::string::npos) << result.err;
+  EXPECT_EQ(result.out.find(secret), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("not a valid"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("line 1"), std::string::npos) << result.err;
 }
 
 }  // namespace

@@ -227,6 +227,15 @@ TEST(ImageCodec, EmptyBytesNoImageAndMissingFilesAreInvalidArgument) {
       invalid_argument_message([&] { (void)decode_image(ImageFile{missing}, ImageLimits{}); });
   EXPECT_NE(message.find("cannot read the image file"), std::string::npos) << message;
   EXPECT_EQ(message.find(missing), std::string::npos) << "the server's path is not answered";
+
+  // A file over max_image_bytes is refused by its size, before it is read.
+  const std::string png = (kImages / "pic1.png").string();
+  const std::size_t png_bytes = std::filesystem::file_size(png);
+  const std::string too_big = invalid_argument_message([&] {
+    (void)decode_image(ImageFile{png}, ImageLimits{.max_bytes = png_bytes - 1});
+  });
+  EXPECT_NE(too_big.find("max_image_bytes"), std::string::npos) << too_big;
+  EXPECT_NO_THROW((void)decode_image(ImageFile{png}, ImageLimits{.max_bytes = png_bytes}));
 }
 
 // A path in the temp folder for one test, removed when the test ends.
