@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/errors.hpp"
+#include "server/runtime/logger.hpp"
 
 namespace svdserve {
 namespace {
@@ -59,33 +60,38 @@ std::string not_a_regular_file(const std::string& path, fs::file_type type) {
 }
 
 std::string read_image_file(const std::string& path, std::size_t max_bytes) {
+  // The path is the server's own: logged, never answered (the caller's result names the entry).
+  const auto refuse = [&](const std::string& message) {
+    log().debug("image file refused path={}: {}", path, message);
+    return InvalidArgument(message);
+  };
+  const auto cannot_read = [&] {
+    return refuse(std::string("cannot read the image file: ") + std::strerror(errno));
+  };
+  const auto irregular = [&](fs::file_type type) {
+    const std::string message = not_a_regular_file("", type);  // "'' is a FIFO, not a ..."
+    return refuse("the image file" + message.substr(message.find(" is ")));
+  };
   // O_NONBLOCK: opening a FIFO does not wait for a writer. O_NOFOLLOW: a link fails with ELOOP.
   FileDescriptor file(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (file.get() < 0) {
-    if (errno == ELOOP) {
-      throw InvalidArgument(not_a_regular_file(path, fs::file_type::symlink));
-    }
-    throw InvalidArgument("cannot read " + quoted(path) + ": " + std::strerror(errno));
+    if (errno == ELOOP) throw irregular(fs::file_type::symlink);
+    throw cannot_read();
   }
   struct stat info {};
-  if (fstat(file.get(), &info) != 0) {
-    throw InvalidArgument("cannot read " + quoted(path) + ": " + std::strerror(errno));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    throw InvalidArgument(not_a_regular_file(path, type_of(info.st_mode)));
-  }
+  if (fstat(file.get(), &info) != 0) throw cannot_read();
+  if (!S_ISREG(info.st_mode)) throw irregular(type_of(info.st_mode));
   const auto size = static_cast<std::size_t>(info.st_size);
   if (size > max_bytes) {
-    throw InvalidArgument(quoted(path) + " is " + std::to_string(size) +
-                          " bytes, over the server's max_image_bytes of " +
-                          std::to_string(max_bytes));
+    throw refuse("the image file is " + std::to_string(size) +
+                 " bytes, over the server's max_image_bytes of " + std::to_string(max_bytes));
   }
   std::string bytes(size, '\0');
   std::size_t done = 0;
   while (done < size) {
     const ssize_t n = read(file.get(), bytes.data() + done, size - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw InvalidArgument("cannot read " + quoted(path) + ": " + std::strerror(errno));
+    if (n < 0) throw cannot_read();
     if (n == 0) break;  // the file shrank since fstat
     done += static_cast<std::size_t>(n);
   }
