@@ -16,6 +16,8 @@ constexpr std::size_t kMaxIdLength = 256;
 // Room Echo leaves below max_message_bytes for framing: the headroom a reconstruction's output
 // keeps too (server.cpp), so any size a reconstruction can answer, Echo can.
 constexpr uint64_t kEchoHeadroomBytes = 64 * 1024;
+// A protobuf response is held twice until sent: the message, and gRPC's serialized copy of it.
+constexpr uint64_t kSerializedCopies = 2;
 
 void check_image_id(const std::string& id) {
   if (id.size() > kMaxIdLength) {
@@ -109,7 +111,7 @@ grpc::ServerUnaryReactor* SvdService::Decompose(grpc::CallbackServerContext* ctx
 grpc::ServerUnaryReactor* SvdService::Reconstruct(grpc::CallbackServerContext* ctx,
                                                   const grpc::ByteBuffer* request,
                                                   grpc::ByteBuffer* response) {
-  return unary(ctx, "Reconstruct", [&](const UnaryCall& call) {
+  return budgeted("Reconstruct", [&](const UnaryCall& call, BudgetedUnaryReactor& reactor) {
     JobPtr job = make_reconstruct_job(ctx, parse_reconstruct_request(*request));
     job->pixels_in_pool = true;
     job->on_done = [call, response](Job& done, std::exception_ptr error) {
@@ -120,14 +122,17 @@ grpc::ServerUnaryReactor* SvdService::Reconstruct(grpc::CallbackServerContext* c
         response->Swap(&encoded);  // the call owns the pixels from here; freed after sending
       });
     };
-    context_.pipeline.submit(std::move(job));
+    const uint64_t bytes = reconstruction_bytes(job->factors->shape(), job->format);
+    auto pending = std::make_shared<JobPtr>(std::move(job));
+    reactor.start_after_reserving(bytes, call,
+                                  [this, pending] { context_.pipeline.submit(std::move(*pending)); });
   });
 }
 
 grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerContext* ctx,
                                                        const v1::ReconstructBatchRequest* request,
                                                        v1::ReconstructBatchResponse* response) {
-  return unary(ctx, "ReconstructBatch", [&](const UnaryCall& call) {
+  return budgeted("ReconstructBatch", [&](const UnaryCall& call, BudgetedUnaryReactor& reactor) {
     check_accepting();
     const int count = request->items_size();
     if (count == 0) throw InvalidArgument("batch has no items");
@@ -137,27 +142,38 @@ grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerConte
                             " (max_batch_items); split it or use ReconstructStream");
     }
     for (int i = 0; i < count; ++i) response->add_items();
-    // One count per item plus one for this loop, so the RPC cannot finish while still submitting.
+    // One count per item plus one for the submitting step, so the RPC cannot finish while still
+    // submitting.
     auto remaining = std::make_shared<std::atomic<int>>(count + 1);
     auto item_done = [call, remaining] {
       if (remaining->fetch_sub(1) == 1) call.finish(grpc::Status::OK);
     };
+    // Every item is checked (and its job made) before any runs; the answer's pixel bytes are held
+    // twice until sent: in the response message and in gRPC's serialized copy of it.
+    auto jobs = std::make_shared<std::vector<JobPtr>>(count);
+    uint64_t pixel_bytes = 0;
     for (int i = 0; i < count; ++i) {
       v1::ReconstructStreamResponse* slot = response->mutable_items(i);
       try {
         JobPtr job = make_reconstruct_job(ctx, request->items(i));
+        pixel_bytes += reconstruction_bytes(job->factors->shape(), job->format);
         job->on_done = [slot, item_done](Job& done, std::exception_ptr error) {
           fill_status(to_status(error), slot->mutable_status());
           if (!error) fill_reconstruction(done, slot->mutable_result());
           item_done();
         };
-        context_.pipeline.submit(std::move(job));
+        (*jobs)[static_cast<std::size_t>(i)] = std::move(job);
       } catch (...) {
         fill_status(to_status(std::current_exception()), slot->mutable_status());
         item_done();
       }
     }
-    item_done();
+    reactor.start_after_reserving(kSerializedCopies * pixel_bytes, call, [this, jobs, item_done] {
+      for (JobPtr& job : *jobs) {
+        if (job) context_.pipeline.submit(std::move(job));
+      }
+      item_done();
+    });
   });
 }
 
@@ -263,10 +279,10 @@ grpc::ServerUnaryReactor* SvdService::GetStats(grpc::CallbackServerContext* ctx,
   });
 }
 
-grpc::ServerUnaryReactor* SvdService::Echo(grpc::CallbackServerContext* ctx,
+grpc::ServerUnaryReactor* SvdService::Echo(grpc::CallbackServerContext*,
                                            const v1::EchoRequest* request,
                                            v1::EchoResponse* response) {
-  return answer(ctx, "Echo", [&] {
+  return budgeted("Echo", [&](const UnaryCall& call, BudgetedUnaryReactor& reactor) {
     check_accepting();
     const uint64_t max_message_bytes = context_.config.max_message_bytes();
     const uint64_t limit =
@@ -277,12 +293,16 @@ grpc::ServerUnaryReactor* SvdService::Echo(grpc::CallbackServerContext* ctx,
                             " (max_message_bytes less 64 KiB); ask for fewer bytes or raise "
                             "max_message_bytes");
     }
-    // The payload back, cut or zero-padded to size: one allocation and one copy, like a
-    // reconstruction's output.
-    const auto size = static_cast<std::size_t>(request->response_bytes());
-    std::string* payload = response->mutable_payload();
-    payload->assign(request->payload(), 0, std::min(size, request->payload().size()));
-    payload->resize(size, '\0');
+    reactor.start_after_reserving(
+        kSerializedCopies * request->response_bytes(), call, [call, request, response] {
+          // The payload back, cut or zero-padded to size: one allocation and one copy, like a
+          // reconstruction's output.
+          const auto size = static_cast<std::size_t>(request->response_bytes());
+          std::string* payload = response->mutable_payload();
+          payload->assign(request->payload(), 0, std::min(size, request->payload().size()));
+          payload->resize(size, '\0');
+          call.finish(grpc::Status::OK);
+        });
   });
 }
 

@@ -16,6 +16,7 @@
 #include "server/grpc/call_metrics.hpp"
 #include "server/grpc/stream_budget.hpp"
 #include "server/grpc/unary_call.hpp"
+#include "server/grpc/unsent_bytes_budget.hpp"
 #include "server/runtime/factor_store.hpp"
 #include "server/runtime/job.hpp"
 #include "server/runtime/pipeline.hpp"
@@ -32,7 +33,8 @@ struct ServiceContext {
   FactorStore& store;
   Pipeline& pipeline;
   CallMetrics& metrics;         // calls by method and code; GetStats reads it
-  StreamBudget& stream_budget;  // what all ReconstructStream calls together may hold
+  StreamBudget& stream_budget;  // what all ReconstructStream calls together may have computing
+  UnsentBytesBudget& unsent_bytes;  // response bytes not yet sent, of every call
   int64_t started_unix_ms = 0;
 };
 
@@ -121,6 +123,7 @@ class SvdService final : public SvdServiceBase {
   }
   [[nodiscard]] const ServiceContext& context() const noexcept { return context_; }
   [[nodiscard]] StreamBudget& stream_budget() const noexcept { return context_.stream_budget; }
+  [[nodiscard]] UnsentBytesBudget& unsent_bytes() const noexcept { return context_.unsent_bytes; }
 
  private:
   // The one way a unary handler runs and ends (unary_call.hpp).
@@ -128,6 +131,15 @@ class SvdService final : public SvdServiceBase {
   grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* ctx, const char* method,
                                   Start&& start) {
     return run_unary(ctx, method, context_.metrics, std::forward<Start>(start));
+  }
+  // A unary handler whose response counts against the unsent-bytes budget:
+  // `start(call, reactor)` validates, then hands its work to reactor.start_after_reserving.
+  template <typename Start>
+  grpc::ServerUnaryReactor* budgeted(const char* method, Start&& start) {
+    auto* reactor = new BudgetedUnaryReactor(context_.unsent_bytes);
+    return run_unary(reactor, method, context_.metrics, [&](const UnaryCall& call) {
+      std::forward<Start>(start)(call, *reactor);
+    });
   }
   template <typename Respond>
   grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* ctx, const char* method,

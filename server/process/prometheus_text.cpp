@@ -127,12 +127,17 @@ void add_live(const LiveValues& v, std::vector<prometheus::MetricFamily>& out) {
                          prometheus::MetricType::Gauge, "state",
                          {{"held", static_cast<double>(v.streams.computing)},
                           {"budget", static_cast<double>(v.streams.max_computing)}}));
-  out.push_back(labelled("svdserve_stream_unwritten_bytes",
-                         "Pixel bytes of ReconstructStream answers not yet written, and the "
-                         "budget they share",
-                         prometheus::MetricType::Gauge, "state",
-                         {{"held", static_cast<double>(v.streams.unwritten_bytes)},
-                          {"budget", static_cast<double>(v.streams.max_unwritten_bytes)}}));
+  // Held at the budget with calls waiting: clients that read slowly (or not at all) hold it, or
+  // host_buffer_pool_bytes is too small for the load (unsent_bytes_budget.hpp).
+  out.push_back(gauge("svdserve_unsent_bytes",
+                      "Response bytes made and not yet sent by gRPC, of all calls",
+                      static_cast<double>(v.unsent.held_bytes)));
+  out.push_back(gauge("svdserve_unsent_bytes_budget",
+                      "The server-wide limit on response bytes not yet sent",
+                      static_cast<double>(v.unsent.budget_bytes)));
+  out.push_back(gauge("svdserve_calls_waiting_for_unsent_bytes",
+                      "Calls waiting in line for response bytes before their work starts",
+                      static_cast<double>(v.unsent.waiting_calls)));
   if (v.backend.device_memory_total_bytes > 0) {
     out.push_back(gauge("svdserve_gpu_factor_memory_bytes", "Device memory held by factors",
                         static_cast<double>(v.backend.device_memory_used_bytes)));

@@ -50,10 +50,11 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
       config_.evicted_history());
   metrics_ = std::make_unique<MetricsSink>();
   pipeline_ = std::make_unique<Pipeline>(pipeline_options(config_), *backend_, *store_, *metrics_);
-  // Half the compute queue and half the host buffer pool; the other halves stay for the rest.
-  stream_budget_ = std::make_unique<StreamBudget>(
-      std::max<uint64_t>(1, config_.queue_capacity() / 2),
-      std::max<uint64_t>(1, config_.host_buffer_pool_bytes() / 2));
+  // Half the compute queue; the other half stays for the other RPCs.
+  stream_budget_ =
+      std::make_unique<StreamBudget>(std::max<uint64_t>(1, config_.queue_capacity() / 2));
+  // As much as the pool keeps: every answer not yet sent fits in recycled memory.
+  unsent_bytes_ = std::make_unique<UnsentBytesBudget>(config_.host_buffer_pool_bytes());
   if (config_.metrics_port() != 0) {
     metrics_http_ = std::make_unique<MetricsHttpEndpoint>(
         static_cast<int>(config_.metrics_port()), [this] {
@@ -61,13 +62,14 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                                 pipeline_->jobs_in_flight(),      store_->images_resident(),
                                 store_->bytes_resident(),         store_->budget_bytes(),
                                 store_->evictions(),              pipeline_->host_buffer_stats(),
-                                stream_budget_->sample(),         backend_->metrics()};
+                                stream_budget_->sample(),         unsent_bytes_->sample(),
+                                backend_->metrics()};
           return prometheus_text(metrics_->totals(), live);
         });
   }
   service_ = std::make_unique<SvdService>(
       ServiceContext{config_, *backend_, *store_, *pipeline_, *metrics_, *stream_budget_,
-                     now_unix_ms()});
+                     *unsent_bytes_, now_unix_ms()});
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -2,45 +2,17 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <regex>
+#include <chrono>
 
 #include "process.hpp"
 #include "server_fixture.hpp"
+#include "server_process.hpp"
 
 namespace svdserve::testing {
 namespace {
 
-std::string http_get(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    close(fd);
-    return {};
-  }
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  (void)!write(fd, request.data(), request.size());
-  std::string response;
-  char buffer[4096];
-  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) response.append(buffer, n);
-  close(fd);
-  return response;
-}
-
-// The value of the first sample line matching `series` exactly (name plus labels), or -1.
 double sample(const std::string& text, const std::string& series) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
+  return metric_sample(text, series);
 }
 
 using MetricsTest = ServerFixture;
@@ -62,6 +34,9 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   ASSERT_TRUE(client_->reconstruct("home", Rank{8}).ok());
   EXPECT_FALSE(client_->reconstruct("home", Rank{99}).ok());
 
+  // A call's bytes come back when gRPC is done sending, which may be after its client has read.
+  EXPECT_TRUE(server_->unsent_bytes().wait_until(
+      [](const UnsentBytesSample& s) { return s.held_bytes == 0; }, std::chrono::seconds(30)));
   const std::string after = http_get(port, "/metrics");
   EXPECT_EQ(sample(after, R"(svdserve_requests_total{code="OK",method="Decompose"})"), 1);
   EXPECT_EQ(sample(after, R"(svdserve_requests_total{code="OK",method="Reconstruct"})"), 2);
@@ -80,11 +55,13 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   EXPECT_EQ(sample(after, R"(svdserve_host_buffers_total{source="fallback"})"), 0);
   EXPECT_EQ(sample(after, R"(svdserve_host_buffer_pool_bytes{state="capacity"})"), 256 << 20);
   EXPECT_GT(sample(after, R"(svdserve_host_buffer_pool_bytes{state="pooled"})"), 0);
-  // The streams' shared budget: half the queue (256) and half the pool; no stream is open.
+  // The streams' shared budget, half the queue (256), and the unsent bytes of all calls, as much
+  // as the pool; every response is sent.
   EXPECT_EQ(sample(after, R"(svdserve_stream_requests_computing{state="budget"})"), 128);
-  EXPECT_EQ(sample(after, R"(svdserve_stream_unwritten_bytes{state="budget"})"), 128 << 20);
   EXPECT_EQ(sample(after, R"(svdserve_stream_requests_computing{state="held"})"), 0);
-  EXPECT_EQ(sample(after, R"(svdserve_stream_unwritten_bytes{state="held"})"), 0);
+  EXPECT_EQ(sample(after, "svdserve_unsent_bytes_budget"), 256 << 20);
+  EXPECT_EQ(sample(after, "svdserve_unsent_bytes"), 0);
+  EXPECT_EQ(sample(after, "svdserve_calls_waiting_for_unsent_bytes"), 0);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ class Process {
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
+  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
   void signal(int signal_number) const;
   // Waits up to the limit, then kills it (exit_code -1).
   ProcessResult wait(std::chrono::seconds limit);

@@ -217,8 +217,8 @@ TEST(MetricsSink, PrometheusTextShowsTheLiveValues) {
   live.budget_bytes = 1 << 20;
   live.evictions = 4;
   live.host_buffers.fallbacks = 6;
-  live.streams = {.computing = 7, .unwritten_bytes = 8, .max_computing = 9,
-                  .max_unwritten_bytes = 10};
+  live.streams = {.computing = 7, .max_computing = 9};
+  live.unsent = {.held_bytes = 8, .budget_bytes = 10, .waiting_calls = 11};
   const std::string text = prometheus_text(MetricsSink().totals(), live);
   EXPECT_EQ(sample(text, R"(svdserve_queue_depth{queue="decode"})"), 3);
   EXPECT_EQ(sample(text, R"(svdserve_queue_depth{queue="compute"})"), 0);
@@ -228,7 +228,9 @@ TEST(MetricsSink, PrometheusTextShowsTheLiveValues) {
   EXPECT_EQ(sample(text, "svdserve_evictions_total"), 4);
   EXPECT_EQ(sample(text, R"(svdserve_host_buffers_total{source="fallback"})"), 6);
   EXPECT_EQ(sample(text, R"(svdserve_stream_requests_computing{state="held"})"), 7);
-  EXPECT_EQ(sample(text, R"(svdserve_stream_unwritten_bytes{state="budget"})"), 10);
+  EXPECT_EQ(sample(text, "svdserve_unsent_bytes"), 8);
+  EXPECT_EQ(sample(text, "svdserve_unsent_bytes_budget"), 10);
+  EXPECT_EQ(sample(text, "svdserve_calls_waiting_for_unsent_bytes"), 11);
   EXPECT_EQ(text.find("svdserve_gpu_"), std::string::npos) << "no device, no GPU gauges";
   EXPECT_EQ(sample(text, "svdserve_batch_size_count"), 0);
 }

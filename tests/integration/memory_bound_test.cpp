@@ -1,0 +1,169 @@
+// What the server holds for slow, hostile or oversized requests, measured on the real svdserve
+// binary (VmRSS and VmHWM of its process): every call lives inside the server-wide budget for
+// response bytes not yet sent, however its client behaves.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "server_fixture.hpp"
+#include "server_process.hpp"
+
+namespace svdserve::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kMiB = 1024 * 1024;
+// How long a test waits for the server to reach a state; a failure, not a hang, if it does not.
+constexpr auto kPatience = 60s;
+
+// baboon.jpg (512x512 RGB) as RAW_F32: 3 MiB an answer.
+constexpr uint64_t kAnswerBytes = 512 * 512 * 3 * sizeof(float);
+constexpr uint32_t kMaxRank = 100;
+
+// Small limits, so that a few hostile clients are many times the budget.
+v1::ServerConfig small_server_config() {
+  v1::ServerConfig config;
+  config.set_worker_threads(2);
+  config.set_loader_threads(1);
+  config.set_encoder_threads(1);
+  config.set_cpu_compute_threads(2);
+  config.set_max_queue_delay_us(200);
+  config.set_host_buffer_pool_bytes(32 * kMiB);
+  config.set_drain_timeout_ms(500);
+  config.set_log_level("warn");
+  return config;
+}
+
+v1::ReconstructRequest raw_f32_request(const std::string& id, uint32_t rank) {
+  v1::ReconstructRequest request;
+  request.set_id(id);
+  request.set_rank(rank);
+  request.set_format(v1::OUTPUT_FORMAT_RAW_F32);
+  return request;
+}
+
+// A call whose client writes and never reads.
+struct HostileCall {
+  std::unique_ptr<Client> client;
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::ReconstructRequest, v1::ReconstructStreamResponse>>
+      stream;
+  std::unique_ptr<grpc::ClientReader<v1::ReconstructResponse>> progressive;
+};
+
+class MemoryBoundTest : public ::testing::Test {
+ protected:
+  void start(v1::ServerConfig config) {
+    server_ = std::make_unique<ServerProcess>(std::move(config));
+    client_ = server_->new_client();
+  }
+
+  void TearDown() override {
+    client_.reset();
+    if (server_) {
+      const ProcessResult stopped = server_->stop();
+      EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+    }
+  }
+
+  [[nodiscard]] double metric(const std::string& series) const {
+    return metric_sample(server_->metrics(), series);
+  }
+
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(MemoryBoundTest, ClientsThatNeverReadStayWithinTheUnsentBytesBudget) {
+  const v1::ServerConfig config = small_server_config();
+  start(config);
+  const uint64_t budget = config.host_buffer_pool_bytes();
+  ASSERT_TRUE(client_->decompose(read_test_image("baboon.jpg"), kMaxRank, "baboon").ok());
+  ASSERT_TRUE(client_->reconstruct(raw_f32_request("baboon", 1)).ok());  // warms the pool
+  const ProcessMemory before = server_->memory();
+
+  // 24 streams of 8 requests each and one progressive call of 100 ranks, each on a connection of
+  // its own, none reading: 2.9 GiB of answers asked for, 3 MiB each.
+  constexpr int kStreams = 24;
+  constexpr uint32_t kStreamRequests = 8;
+  std::vector<std::unique_ptr<HostileCall>> hostile;
+  for (int s = 0; s < kStreams; ++s) {
+    auto call = std::make_unique<HostileCall>();
+    call->client = server_->new_client();
+    call->stream = call->client->stub().ReconstructStream(&call->context);
+    for (uint32_t i = 0; i < kStreamRequests; ++i) {
+      ASSERT_TRUE(call->stream->Write(raw_f32_request("baboon", 1 + i)));
+    }
+    hostile.push_back(std::move(call));
+  }
+  {
+    auto call = std::make_unique<HostileCall>();
+    call->client = server_->new_client();
+    v1::ReconstructProgressiveRequest request;
+    request.set_id("baboon");
+    for (uint32_t rank = 1; rank <= kMaxRank; ++rank) request.add_ranks(rank);
+    request.set_format(v1::OUTPUT_FORMAT_RAW_F32);
+    call->progressive = call->client->stub().ReconstructProgressive(&call->context, request);
+    hostile.push_back(std::move(call));
+  }
+
+  // Settled: nothing computing, calls waiting in line, and no room for another answer. (A client
+  // takes in some answers before its flow-control windows close: those calls wait for nothing.)
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string text = server_->metrics();
+        return metric_sample(text, "svdserve_jobs_in_flight") == 0 &&
+               metric_sample(text, "svdserve_calls_waiting_for_unsent_bytes") >= 1 &&
+               metric_sample(text, "svdserve_unsent_bytes") + 2.0 * kAnswerBytes >
+                   static_cast<double>(budget);
+      },
+      kPatience))
+      << server_->metrics();
+  const double waiting_hostile = metric("svdserve_calls_waiting_for_unsent_bytes");
+  EXPECT_LE(metric("svdserve_unsent_bytes"), static_cast<double>(budget));
+
+  // The answers held (at most the budget), the pool's idle buffers (at most its capacity, the
+  // same number here) and a margin for gRPC's own buffers and the allocator.
+  constexpr uint64_t kMarginBytes = 32 * kMiB;
+  const ProcessMemory held = server_->memory();
+  const uint64_t growth = held.peak_rss_bytes - before.rss_bytes;
+  RecordProperty("peak_rss_growth_mib", std::to_string(growth / kMiB));
+  EXPECT_LE(growth, budget + config.host_buffer_pool_bytes() + kMarginBytes)
+      << "peak RSS grew by " << growth / kMiB << " MiB from " << before.rss_bytes / kMiB << " MiB";
+
+  // Other clients are served: calls that send no pixels at once, and a reconstruction as soon as
+  // the hostile calls give their bytes back.
+  const auto other = server_->new_client();
+  EXPECT_TRUE(other->stats().ok());
+  EXPECT_TRUE(other->decompose(read_test_image("pic1.png"), 8, "pic1").ok());
+  auto waiting = std::async(std::launch::async,
+                            [&] { return other->reconstruct("pic1", Rank{4}).status(); });
+  EXPECT_TRUE(eventually(
+      [&] { return metric("svdserve_calls_waiting_for_unsent_bytes") > waiting_hostile; },
+      kPatience))
+      << "a reconstruction did not wait for the budget";
+  EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout);
+  for (auto& call : hostile) call->context.TryCancel();
+  const grpc::Status served = waiting.get();
+  EXPECT_TRUE(served.ok()) << served.error_message();
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::string text = server_->metrics();
+        return metric_sample(text, "svdserve_unsent_bytes") == 0 &&
+               metric_sample(text, "svdserve_calls_waiting_for_unsent_bytes") == 0;
+      },
+      kPatience))
+      << server_->metrics();
+  for (auto& call : hostile) {
+    if (call->stream) (void)call->stream->Finish();
+    if (call->progressive) (void)call->progressive->Finish();
+  }
+}
+
+}  // namespace
+}  // namespace svdserve::testing
