@@ -18,6 +18,9 @@ constexpr std::size_t kMaxIdLength = 256;
 constexpr uint64_t kEchoHeadroomBytes = 64 * 1024;
 // A protobuf response is held twice until sent: the message, and gRPC's serialized copy of it.
 constexpr uint64_t kSerializedCopies = 2;
+// What a ReconstructBatch answer adds around an item's pixels and id: its status, the result's
+// other fields, tags and lengths (79 bytes for 512x512 RAW_F32 items).
+constexpr uint64_t kBatchItemOverheadBytes = 128;
 
 void check_image_id(const std::string& id) {
   if (id.size() > kMaxIdLength) {
@@ -142,38 +145,93 @@ grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerConte
                             " (max_batch_items); split it or use ReconstructStream");
     }
     for (int i = 0; i < count; ++i) response->add_items();
+    // Every item is checked (and its job made) before any runs, and the answer's size with
+    // them: raw pixels are exactly their shape's size, so a batch that cannot fit in one message
+    // is refused before anything is built. PNG and JPEG sizes are known only once encoded: those
+    // are counted as they finish, and the batch stops at the limit.
+    const uint64_t max_message_bytes = context_.config.max_message_bytes();
+    auto too_large = std::make_shared<std::atomic<bool>>(false);
+    auto answer_bytes = std::make_shared<std::atomic<uint64_t>>(0);
+    std::vector<JobPtr> jobs(static_cast<std::size_t>(count));
+    uint64_t raw_pixel_bytes = 0;
+    uint64_t largest_item_bytes = 0;
+    for (int i = 0; i < count; ++i) {
+      const v1::ReconstructRequest& item = request->items(i);
+      *answer_bytes += kBatchItemOverheadBytes + item.id().size();
+      try {
+        JobPtr job = make_reconstruct_job(ctx, item);
+        const uint64_t bytes = reconstruction_bytes(job->factors->shape(), job->format);
+        largest_item_bytes = std::max(largest_item_bytes, bytes);
+        if (!is_encoded(job->format)) {
+          raw_pixel_bytes += bytes;
+          *answer_bytes += bytes;
+        }
+        job->is_cancelled = [ctx, too_large] { return too_large->load() || ctx->IsCancelled(); };
+        jobs[static_cast<std::size_t>(i)] = std::move(job);
+      } catch (...) {
+        fill_status(to_status(std::current_exception()), response->mutable_items(i)->mutable_status());
+      }
+    }
+    if (*answer_bytes > max_message_bytes) {
+      throw ResourceExhausted(
+          "the answer to this batch of " + std::to_string(count) + " items would be " +
+          std::to_string(answer_bytes->load()) + " bytes (items of up to " +
+          std::to_string(largest_item_bytes) + " bytes of pixels), over max_message_bytes (" +
+          std::to_string(max_message_bytes) +
+          "); send fewer items per call, ask for PNG or JPEG, or use ReconstructStream (one "
+          "message per item)");
+    }
     // One count per item plus one for the submitting step, so the RPC cannot finish while still
     // submitting.
     auto remaining = std::make_shared<std::atomic<int>>(count + 1);
-    auto item_done = [call, remaining] {
-      if (remaining->fetch_sub(1) == 1) call.finish(grpc::Status::OK);
+    auto item_done = [call, remaining, too_large, answer_bytes, max_message_bytes, count] {
+      if (remaining->fetch_sub(1) != 1) return;
+      if (!too_large->load()) {
+        call.finish(grpc::Status::OK);
+        return;
+      }
+      call.finish(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "the answer to this batch of " + std::to_string(count) + " items passed " +
+              std::to_string(max_message_bytes) +
+              " bytes (max_message_bytes) as its PNG and JPEG answers were encoded; send fewer "
+              "items per call or use ReconstructStream (one message per item)"));
     };
-    // Every item is checked (and its job made) before any runs; the answer's pixel bytes are held
-    // twice until sent: in the response message and in gRPC's serialized copy of it.
-    auto jobs = std::make_shared<std::vector<JobPtr>>(count);
-    uint64_t pixel_bytes = 0;
+    auto pending = std::make_shared<std::vector<JobPtr>>(std::move(jobs));
     for (int i = 0; i < count; ++i) {
+      JobPtr& job = (*pending)[static_cast<std::size_t>(i)];
       v1::ReconstructStreamResponse* slot = response->mutable_items(i);
-      try {
-        JobPtr job = make_reconstruct_job(ctx, request->items(i));
-        pixel_bytes += reconstruction_bytes(job->factors->shape(), job->format);
-        job->on_done = [slot, item_done](Job& done, std::exception_ptr error) {
-          fill_status(to_status(error), slot->mutable_status());
-          if (!error) fill_reconstruction(done, slot->mutable_result());
-          item_done();
-        };
-        (*jobs)[static_cast<std::size_t>(i)] = std::move(job);
-      } catch (...) {
-        fill_status(to_status(std::current_exception()), slot->mutable_status());
+      if (!job) {
+        item_done();  // refused above; its status is in the answer
+        continue;
+      }
+      const bool encoded = is_encoded(job->format);
+      job->on_done = [slot, item_done, encoded, too_large, answer_bytes, max_message_bytes](
+                         Job& done, std::exception_ptr error) {
+        if (!error && encoded &&
+            answer_bytes->fetch_add(done.pixels.size()) + done.pixels.size() > max_message_bytes) {
+          too_large->store(true);  // the items not yet computed stop at their next stage
+        }
+        fill_status(to_status(error), slot->mutable_status());
+        if (!error && !too_large->load()) fill_reconstruction(done, slot->mutable_result());
         item_done();
+      };
+    }
+    // The pixels are held twice until sent: in the response message and in gRPC's serialized
+    // copy of it. PNG and JPEG answers are reserved at their raw size, about their largest.
+    uint64_t reserved_bytes = raw_pixel_bytes;
+    for (const JobPtr& job : *pending) {
+      if (job && is_encoded(job->format)) {
+        reserved_bytes += reconstruction_bytes(job->factors->shape(), job->format);
       }
     }
-    reactor.start_after_reserving(kSerializedCopies * pixel_bytes, call, [this, jobs, item_done] {
-      for (JobPtr& job : *jobs) {
-        if (job) context_.pipeline.submit(std::move(job));
-      }
-      item_done();
-    });
+    reactor.start_after_reserving(kSerializedCopies * reserved_bytes, call,
+                                  [this, pending, item_done] {
+                                    for (JobPtr& job : *pending) {
+                                      if (job) context_.pipeline.submit(std::move(job));
+                                    }
+                                    item_done();
+                                  });
   });
 }
 

@@ -165,5 +165,82 @@ TEST_F(MemoryBoundTest, ClientsThatNeverReadStayWithinTheUnsentBytesBudget) {
   }
 }
 
+// A batch whose answer cannot fit in one message is refused from the items' shapes and formats,
+// before any reconstruction: no answer is built only to be thrown away at the send.
+TEST_F(MemoryBoundTest, ABatchWhoseAnswerCannotFitIsRefusedBeforeAnyWork) {
+  const v1::ServerConfig config = small_server_config();
+  start(config);
+  ASSERT_TRUE(client_->decompose(read_test_image("baboon.jpg"), kMaxRank, "baboon").ok());
+  const ProcessMemory before = server_->memory();
+  const std::string computed = R"(svdserve_stage_duration_seconds_count{stage="compute"})";
+  const double computed_before = metric(computed);
+
+  // 256 answers of 3 MiB: 768 MiB against the 64 MiB message limit.
+  constexpr int kItems = 256;
+  v1::ReconstructBatchRequest request;
+  for (int i = 0; i < kItems; ++i) {
+    *request.add_items() = raw_f32_request("baboon", 1 + static_cast<uint32_t>(i) % kMaxRank);
+  }
+  // The whole call within its deadline: refused, not built until time runs out.
+  const auto bounded = server_->new_client(20s);
+  const auto asked = std::chrono::steady_clock::now();
+  const auto refused = bounded->reconstruct_batch(request);
+  RecordProperty("refused_after_ms",
+                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - asked)
+                                    .count()));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << refused.status().error_message();
+  const std::string message = refused.status().error_message();
+  EXPECT_NE(message.find("max_message_bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find(std::to_string(kItems) + " items"), std::string::npos) << message;
+  EXPECT_EQ(metric(computed), computed_before) << "a reconstruction ran";
+  const uint64_t growth = server_->memory().peak_rss_bytes - before.rss_bytes;
+  RecordProperty("peak_rss_growth_mib", std::to_string(growth / kMiB));
+  EXPECT_LE(growth, 32 * kMiB) << "peak RSS grew by " << growth / kMiB << " MiB";
+
+  // A batch that fits is answered.
+  request.mutable_items()->DeleteSubrange(4, kItems - 4);
+  const auto answered = bounded->reconstruct_batch(request);
+  ASSERT_TRUE(answered.ok()) << answered.status().error_message();
+  for (const auto& item : answered->items()) {
+    EXPECT_EQ(item.status().code(), 0) << item.status().message();
+    EXPECT_EQ(item.result().pixels().size(), kAnswerBytes);
+  }
+}
+
+// PNG sizes are known only once encoded: a batch of them stops when its answer passes the
+// message limit, rather than building the rest.
+TEST_F(MemoryBoundTest, ABatchOfPngsStopsAtTheMessageLimit) {
+  v1::ServerConfig config = small_server_config();
+  config.set_max_message_bytes(4 * kMiB);
+  config.set_max_image_bytes(4 * kMiB);
+  start(config);
+  ASSERT_TRUE(client_->decompose(read_test_image("baboon.jpg"), kMaxRank, "baboon").ok());
+
+  // About 500 KB a PNG at rank 100: 40 of them are 20 MB against a 4 MiB limit, while each
+  // one's raw size (768 KiB) fits.
+  constexpr int kItems = 40;
+  v1::ReconstructBatchRequest request;
+  for (int i = 0; i < kItems; ++i) {
+    v1::ReconstructRequest* item = request.add_items();
+    item->set_id("baboon");
+    item->set_rank(kMaxRank);
+    item->set_format(v1::OUTPUT_FORMAT_PNG);
+  }
+  const auto refused = client_->reconstruct_batch(request);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << refused.status().error_message();
+  EXPECT_NE(refused.status().error_message().find("max_message_bytes"), std::string::npos)
+      << refused.status().error_message();
+
+  request.mutable_items()->DeleteSubrange(2, kItems - 2);
+  const auto answered = client_->reconstruct_batch(request);
+  ASSERT_TRUE(answered.ok()) << answered.status().error_message();
+  EXPECT_EQ(answered->items_size(), 2);
+}
+
 }  // namespace
 }  // namespace svdserve::testing
