@@ -94,13 +94,14 @@ grpc::ServerUnaryReactor* SvdService::Decompose(grpc::CallbackServerContext* ctx
     job->source = image_source_of(request->image());
     job->image_id = request->id().empty() ? next_image_id() : request->id();
     job->max_rank = max_rank;
-    job->on_done = [call, response](Job& done, std::exception_ptr error) {
+    job->on_done = [call, response, &store = context_.store](Job& done,
+                                                              std::exception_ptr error) {
       call.finish(error, [&] {
         response->set_id(done.image_id);
         fill_shape(done.factors->shape(), response->mutable_shape());
         response->set_rank_kept(done.factors->rank_kept());
         fill_spectra(*done.factors, response->mutable_singular_values());
-        response->set_bytes_resident(done.factors->bytes_resident());
+        response->set_bytes_resident(store.counted_bytes(done.image_id, *done.factors));
         fill_timings(done, response->mutable_timings());
         if (!done.evicted_ids.empty()) {
           log().info("evicted count={} to fit id={}", done.evicted_ids.size(), done.image_id);

@@ -66,6 +66,7 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.gpu_streams() == 0) c.set_gpu_streams(4);
   if (c.gpu_memory_fraction() == 0) c.set_gpu_memory_fraction(0.8);
   if (c.evicted_history() == 0) c.set_evicted_history(1024);
+  if (c.max_images() == 0) c.set_max_images(1'000'000);
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
 }
@@ -95,6 +96,7 @@ void validate(const v1::ServerConfig& c) {
           "gpu_memory_fraction must be in (0, 0.95]");
   require(c.metrics_port() <= 65535, "metrics_port must be 0..65535");
   require(c.max_batch_items() <= 100'000, "max_batch_items must be 1..100000");
+  require(c.max_images() <= 100'000'000, "max_images must be 1..100000000");
   try {
     set_log_level(c.log_level());
   } catch (const Error& e) {

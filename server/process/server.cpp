@@ -43,11 +43,14 @@ PipelineOptions pipeline_options(const v1::ServerConfig& c) {
 Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   backend_ = make_backend(config_);
   const std::size_t budget = memory_budget_bytes(config_, *backend_);
-  store_ = std::make_unique<FactorStore>(
-      budget,
-      config_.full_store_policy() == v1::FULL_STORE_POLICY_REJECT ? FullStoreAction::reject
-                                                                  : FullStoreAction::evict_lru,
-      config_.evicted_history());
+  FactorStoreLimits store_limits;  // and the measured entry cost
+  store_limits.budget_bytes = budget;
+  store_limits.when_full = config_.full_store_policy() == v1::FULL_STORE_POLICY_REJECT
+                               ? FullStoreAction::reject
+                               : FullStoreAction::evict_lru;
+  store_limits.evicted_history = config_.evicted_history();
+  store_limits.max_images = config_.max_images();
+  store_ = std::make_unique<FactorStore>(store_limits);
   metrics_ = std::make_unique<MetricsSink>();
   pipeline_ = std::make_unique<Pipeline>(pipeline_options(config_), *backend_, *store_, *metrics_);
   // Half the compute queue; the other half stays for the other RPCs.

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "server_fixture.hpp"
@@ -45,6 +47,40 @@ v1::ReconstructRequest raw_f32_request(const std::string& id, uint32_t rank) {
   request.set_rank(rank);
   request.set_format(v1::OUTPUT_FORMAT_RAW_F32);
   return request;
+}
+
+// A 256-byte id, the longest the server takes, for each i below a million; in the order of i.
+std::string long_id(int i) {
+  std::string number = std::to_string(i);
+  number.insert(0, 6 - number.size(), '0');
+  return std::string(256 - number.size(), 'x') + number;
+}
+
+// Decomposes `count` one-pixel RGB images with ids long_id(0..count-1), from several clients at
+// once; returns how many failed.
+int decompose_tiny_images(const ServerProcess& server, int count) {
+  constexpr int kClients = 4;
+  std::atomic<int> next{0};
+  std::atomic<int> failed{0};
+  std::vector<std::jthread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&] {
+      const auto client = server.new_client();
+      v1::DecomposeRequest request;
+      v1::RawImage* raw = request.mutable_image()->mutable_raw();
+      raw->set_width(1);
+      raw->set_height(1);
+      raw->set_channels(3);
+      raw->set_type(v1::PIXEL_TYPE_U8);
+      raw->set_data(std::string("\x10\x80\xf0", 3));
+      for (int i = next++; i < count; i = next++) {
+        request.set_id(long_id(i));
+        if (!client->decompose(request).ok()) ++failed;
+      }
+    });
+  }
+  clients.clear();  // joins
+  return failed.load();
 }
 
 // A call whose client writes and never reads.
@@ -240,6 +276,33 @@ TEST_F(MemoryBoundTest, ABatchOfPngsStopsAtTheMessageLimit) {
   const auto answered = client_->reconstruct_batch(request);
   ASSERT_TRUE(answered.ok()) << answered.status().error_message();
   EXPECT_EQ(answered->items_size(), 2);
+}
+
+// The memory budget counts what an image holds in the server's memory besides its factors (its
+// entry in the store, its id), so that many tiny images are evicted like a few large ones.
+TEST_F(MemoryBoundTest, ManyTinyImagesStayWithinTheMemoryBudget) {
+  v1::ServerConfig config = small_server_config();
+  config.set_memory_budget_bytes(16 * kMiB);
+  start(config);
+  const ProcessMemory before = server_->memory();
+
+  constexpr int kImages = 40'000;  // 12 bytes of factors each, 256 bytes of id
+  ASSERT_EQ(decompose_tiny_images(*server_, kImages), 0);
+  const auto stats = client_->stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_LE(stats->bytes_resident(), config.memory_budget_bytes());
+  EXPECT_LT(stats->images_resident(), static_cast<uint64_t>(kImages)) << "nothing was evicted";
+  EXPECT_GT(stats->evictions(), 0u);
+
+  // The budget, and a margin for the allocator and the evicted ids the store remembers.
+  constexpr uint64_t kMarginBytes = 16 * kMiB;
+  const uint64_t growth = server_->memory().peak_rss_bytes - before.rss_bytes;
+  RecordProperty("peak_rss_growth_mib", std::to_string(growth / kMiB));
+  RecordProperty("images_resident", std::to_string(stats->images_resident()));
+  RecordProperty("bytes_resident", std::to_string(stats->bytes_resident()));
+  EXPECT_LE(growth, config.memory_budget_bytes() + kMarginBytes)
+      << "peak RSS grew by " << growth / kMiB << " MiB for " << stats->images_resident()
+      << " images counted as " << stats->bytes_resident() << " bytes";
 }
 
 }  // namespace

@@ -108,6 +108,7 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.gpu_streams(), 4u);
   EXPECT_DOUBLE_EQ(config.gpu_memory_fraction(), 0.8);
   EXPECT_EQ(config.evicted_history(), 1024u);
+  EXPECT_EQ(config.max_images(), 1'000'000u);
   EXPECT_NO_THROW(validate(config));
 
   // Idempotent.
@@ -177,7 +178,9 @@ INSTANTIATE_TEST_SUITE_P(
                      [](v1::ServerConfig& c) { c.set_gpu_memory_fraction(-0.5); }, "gpu_memory_fraction"},
         InvalidField{"metrics_port", [](v1::ServerConfig& c) { c.set_metrics_port(70000); }, "metrics_port"},
         InvalidField{"max_batch_items", [](v1::ServerConfig& c) { c.set_max_batch_items(200'000); },
-                     "max_batch_items"}),
+                     "max_batch_items"},
+        InvalidField{"max_images", [](v1::ServerConfig& c) { c.set_max_images(200'000'000); },
+                     "max_images"}),
     [](const auto& test_info) { return std::string(test_info.param.name); });
 
 // Zero is a real choice for the batcher's delay (no waiting), not "unset".
