@@ -18,6 +18,9 @@ constexpr std::size_t kMaxIdLength = 256;
 constexpr uint64_t kEchoHeadroomBytes = 64 * 1024;
 // A protobuf response is held twice until sent: the message, and gRPC's serialized copy of it.
 constexpr uint64_t kSerializedCopies = 2;
+// ListImages pages: 1000 infos with 256-byte ids are about 300 KB, far below any message limit.
+constexpr uint32_t kDefaultPageSize = 1000;
+constexpr uint32_t kMaxPageSize = 10'000;
 // What a ReconstructBatch answer adds around an item's pixels and id: its status, the result's
 // other fields, tags and lengths (79 bytes for 512x512 RAW_F32 items).
 constexpr uint64_t kBatchItemOverheadBytes = 128;
@@ -282,9 +285,12 @@ grpc::ServerUnaryReactor* SvdService::ListImages(grpc::CallbackServerContext* ct
                                                  const v1::ListImagesRequest* request,
                                                  v1::ListImagesResponse* response) {
   return answer(ctx, "ListImages", [&] {
-    for (const auto& info : context_.store.list(request->include_evicted())) {
-      fill_info(info, response->add_images());
-    }
+    const uint32_t asked = request->page_size();
+    const std::size_t page_size = asked == 0 ? kDefaultPageSize : std::min(asked, kMaxPageSize);
+    const StoredImagePage page =
+        context_.store.list_page(request->page_token(), page_size, request->include_evicted());
+    for (const auto& info : page.images) fill_info(info, response->add_images());
+    response->set_next_page_token(page.next_after);
     response->set_bytes_resident(context_.store.bytes_resident());
     response->set_budget_bytes(context_.store.budget_bytes());
   });

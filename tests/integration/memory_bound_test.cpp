@@ -13,6 +13,7 @@
 
 #include "server_fixture.hpp"
 #include "server_process.hpp"
+#include "tests/test_paths.hpp"
 
 namespace svdserve::testing {
 namespace {
@@ -303,6 +304,30 @@ TEST_F(MemoryBoundTest, ManyTinyImagesStayWithinTheMemoryBudget) {
   EXPECT_LE(growth, config.memory_budget_bytes() + kMarginBytes)
       << "peak RSS grew by " << growth / kMiB << " MiB for " << stats->images_resident()
       << " images counted as " << stats->bytes_resident() << " bytes";
+}
+
+// ListImages answers pages, however many images there are; svdserve-cli list follows them.
+TEST_F(MemoryBoundTest, ListingMoreImagesThanOneMessageHoldsGoesPageByPage) {
+  v1::ServerConfig config = small_server_config();
+  config.set_max_message_bytes(4 * kMiB);
+  config.set_max_image_bytes(4 * kMiB);
+  config.set_memory_budget_bytes(256 * kMiB);
+  start(config);
+  constexpr int kImages = 20'000;  // about 300 bytes of ImageInfo each: 6 MB in all
+  ASSERT_EQ(decompose_tiny_images(*server_, kImages), 0);
+
+  const auto first = client_->list_images();
+  ASSERT_TRUE(first.ok()) << first.status().error_message();
+  EXPECT_EQ(first->images_size(), 1000);
+  EXPECT_EQ(first->images(0).id(), long_id(0));
+  EXPECT_FALSE(first->next_page_token().empty());
+
+  const ProcessResult listed = run_process(
+      svdserve::test::cli_binary(), {"--server", server_->address(), "list"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find(std::to_string(kImages) + " images"), std::string::npos)
+      << listed.out.substr(listed.out.size() - std::min<std::size_t>(listed.out.size(), 200));
+  EXPECT_NE(listed.out.find(long_id(kImages - 1)), std::string::npos);
 }
 
 }  // namespace
