@@ -2,6 +2,7 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +37,23 @@ PipelineOptions pipeline_options(const v1::ServerConfig& c) {
   options.max_output_bytes = c.max_message_bytes() - 64 * 1024;
   options.host_buffer_pool_bytes = c.host_buffer_pool_bytes();
   return options;
+}
+
+// What gRPC itself may hold, and for how long a connection may sit: the transport's share of
+// every request's bound (the service bounds what it holds for each call).
+void apply_transport_limits(const v1::ServerConfig& c, grpc::ServerBuilder& builder) {
+  grpc::ResourceQuota quota("svdserve");
+  quota.Resize(c.grpc_memory_quota_bytes());
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(c.max_concurrent_streams()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(c.max_connection_idle_ms()));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(c.keepalive_time_ms()));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             static_cast<int>(c.keepalive_timeout_ms()));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             static_cast<int>(c.min_client_ping_interval_ms()));
 }
 
 }  // namespace
@@ -80,6 +98,7 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(), &port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes()));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes()));
+  apply_transport_limits(config_, builder);
   builder.RegisterService(service_.get());
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || port_ == 0) {

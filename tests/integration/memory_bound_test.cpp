@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "raw_http2.hpp"
 #include "server_fixture.hpp"
 #include "server_process.hpp"
 #include "tests/test_paths.hpp"
@@ -328,6 +329,47 @@ TEST_F(MemoryBoundTest, ListingMoreImagesThanOneMessageHoldsGoesPageByPage) {
   EXPECT_NE(listed.out.find(std::to_string(kImages) + " images"), std::string::npos)
       << listed.out.substr(listed.out.size() - std::min<std::size_t>(listed.out.size(), 200));
   EXPECT_NE(listed.out.find(long_id(kImages - 1)), std::string::npos);
+}
+
+// Echo answers count against the unsent-bytes budget too: clients that never open their HTTP/2
+// flow-control window pin no more than the budget, however many calls they open.
+TEST_F(MemoryBoundTest, ZeroWindowClientsPinningEchoAnswersStayWithinTheBudget) {
+  const v1::ServerConfig config = small_server_config();
+  start(config);
+  const uint64_t budget = config.host_buffer_pool_bytes();
+  const ProcessMemory before = server_->memory();
+
+  // Two connections of 40 calls for 4 MiB each: 320 MiB of answers that can never be sent.
+  constexpr int kConnections = 2;
+  constexpr uint32_t kCalls = 40;
+  constexpr uint64_t kEchoBytes = 4 * kMiB;
+  v1::EchoRequest echo;
+  echo.set_response_bytes(kEchoBytes);
+  std::vector<std::unique_ptr<RawHttp2Connection>> connections;
+  for (int c = 0; c < kConnections; ++c) {
+    connections.push_back(std::make_unique<RawHttp2Connection>(server_->port(), 0));
+    for (uint32_t call = 0; call < kCalls; ++call) {
+      connections.back()->unary_call(1 + 2 * call, "/svdserve.v1.SvdServe/Echo",
+                                     echo.SerializeAsString());
+    }
+  }
+  // Settled: calls wait in line, and no room is left for another answer (held twice: the
+  // message and its serialized copy).
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string text = server_->metrics();
+        return metric_sample(text, "svdserve_calls_waiting_for_unsent_bytes") >= 1 &&
+               metric_sample(text, "svdserve_unsent_bytes") + 2.0 * kEchoBytes >
+                   static_cast<double>(budget);
+      },
+      kPatience))
+      << server_->metrics();
+
+  constexpr uint64_t kMarginBytes = 32 * kMiB;
+  const uint64_t growth = server_->memory().peak_rss_bytes - before.rss_bytes;
+  RecordProperty("peak_rss_growth_mib", std::to_string(growth / kMiB));
+  EXPECT_LE(growth, budget + kMarginBytes) << "peak RSS grew by " << growth / kMiB << " MiB";
+  EXPECT_TRUE(server_->new_client()->stats().ok()) << "the server stopped answering";
 }
 
 }  // namespace

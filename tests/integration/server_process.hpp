@@ -45,6 +45,7 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   [[nodiscard]] std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  [[nodiscard]] int port() const noexcept { return port_; }
   [[nodiscard]] pid_t pid() const noexcept { return process_->pid(); }
   [[nodiscard]] ProcessMemory memory() const { return memory_of(pid()); }
   [[nodiscard]] std::string metrics() const { return http_get(metrics_port_, "/metrics"); }
