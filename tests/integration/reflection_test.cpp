@@ -4,11 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/generic/generic_stub.h>
 
 #include "server_fixture.hpp"
+#include "server_process.hpp"
+#include "tests/test_paths.hpp"
 
 namespace svdserve::testing {
 namespace {
@@ -128,6 +132,55 @@ TEST_F(ReflectionTest, ListsTheServiceAndServesItsDescriptor) {
     for (const auto& method : service.method()) has_compress |= method.name() == "Compress";
   }
   EXPECT_TRUE(has_compress);
+}
+
+// The descriptor of the file that defines `symbol`, as reflection serves it; fails the test when
+// reflection answers an error instead.
+google::protobuf::FileDescriptorProto file_containing(ReflectionStream& stream,
+                                                      const std::string& symbol) {
+  const std::string answer = stream.ask(length_delimited(kFileContainingSymbol, symbol));
+  const auto responses = fields(answer, kFileDescriptorResponse);
+  google::protobuf::FileDescriptorProto descriptor;
+  EXPECT_EQ(responses.size(), 1u) << symbol << ": reflection answered an error";
+  if (responses.empty()) return descriptor;
+  const auto descriptors = fields(responses[0], 1);
+  EXPECT_FALSE(descriptors.empty());
+  if (!descriptors.empty()) {
+    EXPECT_TRUE(descriptor.ParseFromString(descriptors[0]));
+  }
+  return descriptor;
+}
+
+bool has_service(const google::protobuf::FileDescriptorProto& file, const std::string& name) {
+  return std::any_of(file.service().begin(), file.service().end(),
+                     [&](const auto& service) { return service.name() == name; });
+}
+
+// What grpcurl and ghz do before calling grpc.health.v1.Health/Check: ask for its descriptor.
+// The real binary: this test process links the health service's generated code anyway.
+TEST(ServerBinaryReflectionTest, DescribesTheHealthServiceItLists) {
+  v1::ServerConfig config;
+  config.set_log_level("warn");
+  const ServerProcess server(config);
+  ReflectionStream stream(server.new_client()->channel());
+  const auto health = file_containing(stream, "grpc.health.v1.Health");
+  EXPECT_EQ(health.package(), "grpc.health.v1");
+  EXPECT_TRUE(has_service(health, "Health"));
+}
+
+// The protoset the build writes, for tools without reflection: both services, with imports.
+TEST(Protoset, HoldsTheServiceAndTheHealthService) {
+  google::protobuf::FileDescriptorSet set;
+  ASSERT_TRUE(set.ParseFromString(read_file_bytes(svdserve::test::protoset())))
+      << svdserve::test::protoset();
+  bool svdserve = false;
+  bool health = false;
+  for (const auto& file : set.file()) {
+    svdserve |= file.package() == "svdserve.v1" && has_service(file, "SvdServe");
+    health |= file.package() == "grpc.health.v1" && has_service(file, "Health");
+  }
+  EXPECT_TRUE(svdserve);
+  EXPECT_TRUE(health);
 }
 
 }  // namespace
