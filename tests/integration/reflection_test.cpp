@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <regex>
+#include <set>
 
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/unknown_field_set.h>
@@ -181,6 +184,38 @@ TEST(Protoset, HoldsTheServiceAndTheHealthService) {
   }
   EXPECT_TRUE(svdserve);
   EXPECT_TRUE(health);
+}
+
+// The ghz configs the repository ships: each calls a method the protoset describes, and runs a
+// count of requests rather than a duration (at the end of a duration ghz cancels the calls in
+// flight and reports them as errors).
+TEST(GhzConfigs, CountRequestsAndCallMethodsTheServerHas) {
+  google::protobuf::FileDescriptorSet set;
+  ASSERT_TRUE(set.ParseFromString(read_file_bytes(svdserve::test::protoset())));
+  std::set<std::string> methods;
+  for (const auto& file : set.file()) {
+    for (const auto& service : file.service()) {
+      for (const auto& method : service.method()) {
+        methods.insert(file.package() + "." + service.name() + "." + method.name());
+      }
+    }
+  }
+  const std::filesystem::path folder =
+      std::filesystem::path(svdserve::test::source_dir()) / "config" / "ghz";
+  int configs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().extension() != ".json") continue;
+    ++configs;
+    const std::string text = read_file_bytes(entry.path().string());
+    std::smatch call;
+    ASSERT_TRUE(std::regex_search(text, call, std::regex(R"re("call"\s*:\s*"([^"]+)")re")))
+        << entry.path();
+    EXPECT_TRUE(methods.contains(call[1].str())) << entry.path() << " calls " << call[1];
+    EXPECT_EQ(text.find("\"duration\""), std::string::npos) << entry.path();
+    EXPECT_NE(text.find("\"total\""), std::string::npos) << entry.path();
+    EXPECT_NE(text.find("\"max-recv-message-size\""), std::string::npos) << entry.path();
+  }
+  EXPECT_GE(configs, 3);
 }
 
 }  // namespace
