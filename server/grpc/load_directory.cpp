@@ -87,7 +87,7 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
       }
       for (std::size_t i = 0; i < files.size(); ++i) {
         v1::LoadResult* result = response->mutable_results(static_cast<int>(i));
-        JobPtr job = make_job(ctx, JobKind::decompose);
+        JobPtr job = make_job(ctx, JobKind::decompose, "LoadDirectory");
         job->source = ImageFile{files[i].string()};
         job->image_id = result->id();
         job->max_rank = max_rank;

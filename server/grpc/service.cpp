@@ -55,9 +55,11 @@ void SvdService::check_accepting() const {
   if (draining_.load()) throw Unavailable("server is shutting down; retry on another instance");
 }
 
-JobPtr SvdService::make_job(grpc::CallbackServerContext* ctx, JobKind kind) const {
+JobPtr SvdService::make_job(grpc::CallbackServerContext* ctx, JobKind kind,
+                            const char* method) const {
   auto job = std::make_unique<Job>();
   job->kind = kind;
+  job->method = method;
   job->deadline = to_steady_deadline(ctx->deadline());
   job->is_cancelled = [ctx] { return ctx->IsCancelled(); };
   return job;
@@ -68,12 +70,13 @@ std::string SvdService::next_image_id() {
 }
 
 JobPtr SvdService::make_reconstruct_job(grpc::CallbackServerContext* ctx,
-                                        const v1::ReconstructRequest& request) {
+                                        const v1::ReconstructRequest& request,
+                                        const char* method) {
   check_accepting();
   const OutputFormat format = output_format_of(request.format());
   const uint32_t jpeg_quality = jpeg_quality_of(request.jpeg_quality());
   if (request.id().empty()) throw InvalidArgument("id is empty; say which image to reconstruct");
-  JobPtr job = make_job(ctx, JobKind::reconstruct);
+  JobPtr job = make_job(ctx, JobKind::reconstruct, method);
   job->image_id = request.id();
   job->rank_choice = ranks_.selection(request.rank(), energy_fraction_of(request));
   job->format = format;
@@ -93,7 +96,7 @@ grpc::ServerUnaryReactor* SvdService::Decompose(grpc::CallbackServerContext* ctx
     const uint32_t max_rank = ranks_.rank_to_keep(request->max_rank());
     check_image_id(request->id());
     check_has_image(request->image());
-    JobPtr job = make_job(ctx, JobKind::decompose);
+    JobPtr job = make_job(ctx, JobKind::decompose, "Decompose");
     job->source = image_source_of(request->image());
     job->image_id = request->id().empty() ? next_image_id() : request->id();
     job->max_rank = max_rank;
@@ -119,7 +122,7 @@ grpc::ServerUnaryReactor* SvdService::Reconstruct(grpc::CallbackServerContext* c
                                                   const grpc::ByteBuffer* request,
                                                   grpc::ByteBuffer* response) {
   return budgeted("Reconstruct", [&](const UnaryCall& call, BudgetedUnaryReactor& reactor) {
-    JobPtr job = make_reconstruct_job(ctx, parse_reconstruct_request(*request));
+    JobPtr job = make_reconstruct_job(ctx, parse_reconstruct_request(*request), "Reconstruct");
     job->pixels_in_pool = true;
     job->on_done = [call, response](Job& done, std::exception_ptr error) {
       call.finish(error, [&] {
@@ -163,7 +166,7 @@ grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerConte
       const v1::ReconstructRequest& item = request->items(i);
       *answer_bytes += kBatchItemOverheadBytes + item.id().size();
       try {
-        JobPtr job = make_reconstruct_job(ctx, item);
+        JobPtr job = make_reconstruct_job(ctx, item, "ReconstructBatch");
         const uint64_t bytes = reconstruction_bytes(job->factors->shape(), job->format);
         largest_item_bytes = std::max(largest_item_bytes, bytes);
         if (!is_encoded(job->format)) {
@@ -173,7 +176,9 @@ grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerConte
         job->is_cancelled = [ctx, too_large] { return too_large->load() || ctx->IsCancelled(); };
         jobs[static_cast<std::size_t>(i)] = std::move(job);
       } catch (...) {
-        fill_status(to_status(std::current_exception()), response->mutable_items(i)->mutable_status());
+        const grpc::Status status = to_status(std::current_exception());
+        record_item("ReconstructBatch", status.error_code());
+        fill_status(status, response->mutable_items(i)->mutable_status());
       }
     }
     if (*answer_bytes > max_message_bytes) {
@@ -210,8 +215,9 @@ grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerConte
         continue;
       }
       const bool encoded = is_encoded(job->format);
-      job->on_done = [slot, item_done, encoded, too_large, answer_bytes, max_message_bytes](
+      job->on_done = [this, slot, item_done, encoded, too_large, answer_bytes, max_message_bytes](
                          Job& done, std::exception_ptr error) {
+        record_item("ReconstructBatch", to_status(error).error_code());
         if (!error && encoded &&
             answer_bytes->fetch_add(done.pixels.size()) + done.pixels.size() > max_message_bytes) {
           too_large->store(true);  // the items not yet computed stop at their next stage
@@ -247,7 +253,7 @@ grpc::ServerUnaryReactor* SvdService::Compress(grpc::CallbackServerContext* ctx,
     const OutputFormat format = output_format_of(request->format());
     const uint32_t jpeg_quality = jpeg_quality_of(request->jpeg_quality());
     check_has_image(request->image());
-    JobPtr job = make_job(ctx, JobKind::compress);
+    JobPtr job = make_job(ctx, JobKind::compress, "Compress");
     job->source = image_source_of(request->image());
     job->rank_choice = ranks_.compress_selection(request->rank(), energy_fraction_of(*request));
     job->format = format;

@@ -113,13 +113,19 @@ class SvdService final : public SvdServiceBase {
                                           v1::StopProfilingResponse* response) override;
 
   // Shared by the reactors in stream_reactors.cpp.
-  // A reconstruct job for one request item, with the factors looked up and the deadline and
-  // cancellation of ctx attached. Throws on a bad request (unknown id, bad rank, draining).
+  // A reconstruct job of `method` for one request item, with the factors looked up and the
+  // deadline and cancellation of ctx attached. Throws on a bad request (unknown id, bad rank,
+  // draining).
   [[nodiscard]] JobPtr make_reconstruct_job(grpc::CallbackServerContext* ctx,
-                                            const v1::ReconstructRequest& request);
+                                            const v1::ReconstructRequest& request,
+                                            const char* method);
   // Counts a streaming call (unary calls count themselves through UnaryCall).
   void record(const char* method, const grpc::Status& status) {
     context_.metrics.record_call(method, status.error_code());
+  }
+  // Counts one item of a ReconstructStream or ReconstructBatch call.
+  void record_item(const char* method, grpc::StatusCode code) {
+    context_.metrics.record_item(method, code);
   }
   [[nodiscard]] const ServiceContext& context() const noexcept { return context_; }
   [[nodiscard]] StreamBudget& stream_budget() const noexcept { return context_.stream_budget; }
@@ -148,7 +154,9 @@ class SvdService final : public SvdServiceBase {
   }
 
   void check_accepting() const;
-  [[nodiscard]] JobPtr make_job(grpc::CallbackServerContext* ctx, JobKind kind) const;
+  // `method` names the RPC in metrics: a string literal.
+  [[nodiscard]] JobPtr make_job(grpc::CallbackServerContext* ctx, JobKind kind,
+                                const char* method) const;
   [[nodiscard]] std::string next_image_id();
 
   ServiceContext context_;

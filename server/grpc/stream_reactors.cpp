@@ -85,7 +85,7 @@ class ReconstructStreamReactor final
     lock.unlock();
     JobPtr job;
     try {
-      job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_));
+      job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_), kMethod);
       job->pixels_in_pool = true;
       job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
         budget_.computed();
@@ -95,6 +95,7 @@ class ReconstructStreamReactor final
           v1::ReconstructResponse fields;
           fill_reconstruction_fields(done, &fields);
           response = encode_reconstruct_stream_response(fields, std::move(done.pixels));
+          service_.record_item(kMethod, grpc::StatusCode::OK);
         } catch (...) {
           response = failure(to_status(std::current_exception()));
         }
@@ -162,7 +163,7 @@ class ReconstructStreamReactor final
       was_waiting = read_paused_;
     }
     if (was_waiting) budget_.reading_again();
-    service_.record("ReconstructStream", final_status_);
+    service_.record(kMethod, final_status_);
     delete this;
   }
 
@@ -177,8 +178,11 @@ class ReconstructStreamReactor final
     JobPtr job;
   };
 
+  static constexpr const char* kMethod = "ReconstructStream";
+
   // The answer to a request that failed: its status only; the stream goes on.
-  static grpc::ByteBuffer failure(const grpc::Status& status) {
+  grpc::ByteBuffer failure(const grpc::Status& status) {
+    service_.record_item(kMethod, status.error_code());
     v1::ReconstructStreamResponse response;
     fill_status(status, response.mutable_status());
     return encode_message(response);
@@ -303,7 +307,7 @@ class ReconstructProgressiveReactor final
         item.set_rank(rank);
         item.set_format(request.format());
         item.set_jpeg_quality(request.jpeg_quality());
-        jobs_.push_back(service_.make_reconstruct_job(ctx, item));
+        jobs_.push_back(service_.make_reconstruct_job(ctx, item, "ReconstructProgressive"));
       }
     } catch (...) {
       std::unique_lock lock(mutex_);

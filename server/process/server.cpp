@@ -70,7 +70,7 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   store_limits.evicted_history = config_.evicted_history();
   store_limits.max_images = config_.max_images();
   store_ = std::make_unique<FactorStore>(store_limits);
-  metrics_ = std::make_unique<MetricsSink>();
+  metrics_ = std::make_unique<MetricsSink>(service_metric_labels());
   pipeline_ = std::make_unique<Pipeline>(pipeline_options(config_), *backend_, *store_, *metrics_);
   // Half the compute queue; the other half stays for the other RPCs.
   stream_budget_ =

@@ -84,6 +84,7 @@ struct StageTimes {
 
 struct Job {
   JobKind kind = JobKind::reconstruct;
+  const char* method = "";  // the RPC the job answers: a metrics label
 
   // Inputs.
   ImageSource source;  // decompose, compress

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <vector>
 
 #include "process.hpp"
 #include "server_fixture.hpp"
@@ -27,7 +28,22 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   const std::string before = http_get(port, "/metrics");
   ASSERT_NE(before.find("200 OK"), std::string::npos) << before;
   EXPECT_EQ(sample(before, "svdserve_images_resident"), 0);
-  EXPECT_EQ(sample(before, R"(svdserve_requests_total{code="OK",method="Decompose"})"), -1);
+  // Every series a user will see is there from the start, at zero, so that rates over it are
+  // defined before its first event.
+  for (const char* method : {"Decompose", "Reconstruct", "ReconstructStream", "ListImages", "Echo"}) {
+    for (const char* code : {"OK", "INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED",
+                             "UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "INTERNAL"}) {
+      const std::string series = std::string("svdserve_requests_total{code=\"") + code +
+                                 "\",method=\"" + method + "\"}";
+      EXPECT_EQ(sample(before, series), 0) << series;
+    }
+  }
+  EXPECT_EQ(sample(before, R"(svdserve_items_total{code="NOT_FOUND",method="ReconstructStream"})"),
+            0);
+  EXPECT_EQ(sample(before, R"(svdserve_items_total{code="OK",method="ReconstructBatch"})"), 0);
+  EXPECT_EQ(sample(before,
+                   R"(svdserve_stage_duration_seconds_count{method="Compress",stage="encode"})"),
+            0);
 
   ASSERT_TRUE(client_->decompose(read_test_image("home.jpg"), 16, "home").ok());
   ASSERT_TRUE(client_->reconstruct("home", Rank{4}).ok());
@@ -44,8 +60,11 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   EXPECT_EQ(sample(after, "svdserve_images_resident"), 1);
   EXPECT_GT(sample(after, "svdserve_bytes_resident"), 0);
   EXPECT_GT(sample(after, "svdserve_memory_budget_bytes"), 0);
-  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{stage="compute"})"), 3);
-  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{stage="decode"})"), 1);
+  // Stage latency by the method whose job it was.
+  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{method="Decompose",stage="compute"})"), 1);
+  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{method="Decompose",stage="decode"})"), 1);
+  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{method="Reconstruct",stage="compute"})"), 2);
+  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{method="Reconstruct",stage="decode"})"), 0);
   EXPECT_GE(sample(after, "svdserve_batch_size_count"), 2);
   EXPECT_EQ(sample(after, R"(svdserve_queue_depth{queue="decode"})"), 0);
   // Each good Reconstruct took one response buffer from the pool.
@@ -53,15 +72,64 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
                 sample(after, R"(svdserve_host_buffers_total{source="reused"})"),
             2);
   EXPECT_EQ(sample(after, R"(svdserve_host_buffers_total{source="fallback"})"), 0);
-  EXPECT_EQ(sample(after, R"(svdserve_host_buffer_pool_bytes{state="capacity"})"), 256 << 20);
+  // Limits are gauges of their own: a sum over a usage gauge's labels is a usage.
+  EXPECT_EQ(sample(after, "svdserve_host_buffer_pool_capacity_bytes"), 256 << 20);
+  EXPECT_EQ(sample(after, R"(svdserve_host_buffer_pool_bytes{state="capacity"})"), -1);
   EXPECT_GT(sample(after, R"(svdserve_host_buffer_pool_bytes{state="pooled"})"), 0);
   // The streams' shared budget, half the queue (256), and the unsent bytes of all calls, as much
   // as the pool; every response is sent.
-  EXPECT_EQ(sample(after, R"(svdserve_stream_requests_computing{state="budget"})"), 128);
-  EXPECT_EQ(sample(after, R"(svdserve_stream_requests_computing{state="held"})"), 0);
+  EXPECT_EQ(sample(after, "svdserve_stream_requests_computing_budget"), 128);
+  EXPECT_EQ(sample(after, "svdserve_stream_requests_computing"), 0);
   EXPECT_EQ(sample(after, "svdserve_unsent_bytes_budget"), 256 << 20);
   EXPECT_EQ(sample(after, "svdserve_unsent_bytes"), 0);
   EXPECT_EQ(sample(after, "svdserve_calls_waiting_for_unsent_bytes"), 0);
+}
+
+// An item that fails inside a ReconstructStream or a ReconstructBatch leaves its call OK: it is
+// counted by its own code, in /metrics and in GetStats.
+TEST_F(MetricsTest, ItemsAreCountedByTheirOwnCode) {
+  v1::ServerConfig config = test_config();
+  config.set_metrics_port(static_cast<uint32_t>(free_port()));
+  start(config);
+  ASSERT_TRUE(client_->decompose(read_test_image("home.jpg"), 16, "home").ok());
+
+  std::vector<v1::ReconstructRequest> requests(3);
+  requests[0].set_id("home");
+  requests[0].set_rank(4);
+  requests[1].set_id("home");
+  requests[1].set_rank(99);  // above the rank kept
+  requests[2].set_id("nobody");
+  requests[2].set_rank(1);
+  ASSERT_TRUE(client_->reconstruct_stream(requests).ok());
+  v1::ReconstructBatchRequest batch;
+  for (const auto& request : requests) *batch.add_items() = request;
+  ASSERT_TRUE(client_->reconstruct_batch(batch).ok());
+
+  const std::string text = http_get(server_->metrics_port(), "/metrics");
+  for (const char* method : {"ReconstructStream", "ReconstructBatch"}) {
+    SCOPED_TRACE(method);
+    const auto series = [method](const char* code) {
+      return std::string("svdserve_items_total{code=\"") + code + "\",method=\"" + method +
+             "\"}";
+    };
+    EXPECT_EQ(sample(text, series("OK")), 1);
+    EXPECT_EQ(sample(text, series("INVALID_ARGUMENT")), 1);
+    EXPECT_EQ(sample(text, series("NOT_FOUND")), 1);
+  }
+
+  const auto stats = client_->stats();
+  ASSERT_TRUE(stats.ok());
+  int stream_items = 0;
+  for (const auto& method : stats->items()) {
+    if (method.method() != "ReconstructStream") continue;
+    for (const auto& code : method.codes()) {
+      if (code.code() == "NOT_FOUND") {
+        EXPECT_EQ(code.count(), 1u);
+      }
+    }
+    stream_items = static_cast<int>(method.requests());
+  }
+  EXPECT_EQ(stream_items, 3);
 }
 
 }  // namespace

@@ -401,7 +401,7 @@ double rms_difference(const ImageF32& image, const std::string& interleaved) {
 // Counts what the pipeline reports.
 class CountingMetrics final : public PipelineMetrics {
  public:
-  void record_job(const StageTimes& times, double total_us) override {
+  void record_job(std::string_view, const StageTimes& times, double total_us) override {
     std::lock_guard lock(mutex_);
     ++jobs_;
     if (times.compute_us <= 0 || total_us < times.compute_us) ++inconsistent_;
