@@ -176,9 +176,13 @@ CallResult<v1::GetImageResponse> Client::get_image(std::string id, bool include_
   return unary<v1::GetImageResponse>(*this, &v1::SvdServe::Stub::GetImage, request);
 }
 
-CallResult<v1::ListImagesResponse> Client::list_images(bool include_evicted) const {
+CallResult<v1::ListImagesResponse> Client::list_images(bool include_evicted,
+                                                      std::uint32_t page_size,
+                                                      std::string page_token) const {
   v1::ListImagesRequest request;
   request.set_include_evicted(include_evicted);
+  request.set_page_size(page_size);
+  request.set_page_token(std::move(page_token));
   return unary<v1::ListImagesResponse>(*this, &v1::SvdServe::Stub::ListImages, request);
 }
 

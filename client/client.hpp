@@ -101,7 +101,11 @@ class Client {
   CallResult<v1::CompressResponse> compress(const v1::CompressRequest& request) const;
 
   CallResult<v1::GetImageResponse> get_image(std::string id, bool include_singular_values = false) const;
-  CallResult<v1::ListImagesResponse> list_images(bool include_evicted = false) const;
+  // One page of images in id order; follow next_page_token for the rest (page_size 0: the
+  // server's default).
+  CallResult<v1::ListImagesResponse> list_images(bool include_evicted = false,
+                                                 std::uint32_t page_size = 0,
+                                                 std::string page_token = {}) const;
   CallResult<v1::DeleteImageResponse> delete_image(std::string id) const;
   CallResult<v1::LoadDirectoryResponse> load_directory(std::string server_path, std::uint32_t max_rank = 0,
                                                        bool recursive = false) const;

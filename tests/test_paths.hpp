@@ -72,4 +72,13 @@ namespace detail {
 }
 #endif
 
+#ifdef SVDSERVE_PROTOSET
+// The protoset the build writes (env SVDSERVE_PROTOSET); in the bundle, in share/svdserve.
+[[nodiscard]] inline const std::string& protoset() {
+  static const std::string path = detail::resolve("SVDSERVE_PROTOSET", SVDSERVE_PROTOSET,
+                                                  "../share/svdserve/svdserve.protoset");
+  return path;
+}
+#endif
+
 }  // namespace svdserve::test

@@ -133,7 +133,7 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
           --progress.remaining;
           continue;
         }
-        JobPtr job = make_job(ctx, JobKind::decompose);
+        JobPtr job = make_job(ctx, JobKind::decompose, "LoadDirectory");
         job->source = ImageFile{entries[i].path.string()};
         job->image_id = result->id();
         job->max_rank = max_rank;

@@ -15,6 +15,14 @@ namespace {
 // Room Echo leaves below max_message_bytes for framing: the headroom a reconstruction's output
 // keeps too (server.cpp), so any size a reconstruction can answer, Echo can.
 constexpr uint64_t kEchoHeadroomBytes = 64 * 1024;
+// A protobuf response is held twice until sent: the message, and gRPC's serialized copy of it.
+constexpr uint64_t kSerializedCopies = 2;
+// ListImages pages: 1000 infos with 256-byte ids are about 300 KB, far below any message limit.
+constexpr uint32_t kDefaultPageSize = 1000;
+constexpr uint32_t kMaxPageSize = 10'000;
+// What a ReconstructBatch answer adds around an item's pixels and id: its status, the result's
+// other fields, tags and lengths (79 bytes for 512x512 RAW_F32 items).
+constexpr uint64_t kBatchItemOverheadBytes = 128;
 
 void check_has_image(const v1::ImageInput& image) {
   if (image.source_case() == v1::ImageInput::SOURCE_NOT_SET) {
@@ -55,9 +63,11 @@ void SvdService::check_accepting() const {
   if (draining_.load()) throw Unavailable("server is shutting down; retry on another instance");
 }
 
-JobPtr SvdService::make_job(grpc::CallbackServerContext* ctx, JobKind kind) const {
+JobPtr SvdService::make_job(grpc::CallbackServerContext* ctx, JobKind kind,
+                            const char* method) const {
   auto job = std::make_unique<Job>();
   job->kind = kind;
+  job->method = method;
   job->deadline = to_steady_deadline(ctx->deadline());
   job->is_cancelled = [ctx] { return ctx->IsCancelled(); };
   return job;
@@ -68,13 +78,14 @@ std::string SvdService::next_image_id() {
 }
 
 JobPtr SvdService::make_reconstruct_job(grpc::CallbackServerContext* ctx,
-                                        const v1::ReconstructRequest& request) {
+                                        const v1::ReconstructRequest& request,
+                                        const char* method) {
   check_accepting();
   const OutputFormat format = output_format_of(request.format());
   const uint32_t jpeg_quality = jpeg_quality_of(request.jpeg_quality());
   if (request.id().empty()) throw InvalidArgument("id is empty; say which image to reconstruct");
   check_image_id(request.id());
-  JobPtr job = make_job(ctx, JobKind::reconstruct);
+  JobPtr job = make_job(ctx, JobKind::reconstruct, method);
   job->image_id = request.id();
   job->rank_choice = ranks_.selection(request.rank(), energy_fraction_of(request));
   job->format = format;
@@ -94,17 +105,18 @@ grpc::ServerUnaryReactor* SvdService::Decompose(grpc::CallbackServerContext* ctx
     const uint32_t max_rank = ranks_.rank_to_keep(request->max_rank());
     check_image_id(request->id());
     check_has_image(request->image());
-    JobPtr job = make_job(ctx, JobKind::decompose);
+    JobPtr job = make_job(ctx, JobKind::decompose, "Decompose");
     job->source = image_source_of(request->image());
     job->image_id = request->id().empty() ? next_image_id() : request->id();
     job->max_rank = max_rank;
-    job->on_done = [call, response](Job& done, std::exception_ptr error) {
+    job->on_done = [call, response, &store = context_.store](Job& done,
+                                                              std::exception_ptr error) {
       call.finish(error, [&] {
         response->set_id(done.image_id);
         fill_shape(done.factors->shape(), response->mutable_shape());
         response->set_rank_kept(done.factors->rank_kept());
         fill_spectra(*done.factors, response->mutable_singular_values());
-        response->set_bytes_resident(done.factors->bytes_resident());
+        response->set_bytes_resident(store.counted_bytes(done.image_id, *done.factors));
         fill_timings(done, response->mutable_timings());
         if (!done.evicted_ids.empty()) {
           log().info("evicted count={} to fit id={}", done.evicted_ids.size(), done.image_id);
@@ -118,8 +130,8 @@ grpc::ServerUnaryReactor* SvdService::Decompose(grpc::CallbackServerContext* ctx
 grpc::ServerUnaryReactor* SvdService::Reconstruct(grpc::CallbackServerContext* ctx,
                                                   const grpc::ByteBuffer* request,
                                                   grpc::ByteBuffer* response) {
-  return unary(ctx, "Reconstruct", [&](const UnaryCall& call) {
-    JobPtr job = make_reconstruct_job(ctx, parse_reconstruct_request(*request));
+  return budgeted("Reconstruct", [&](const UnaryCall& call, BudgetedUnaryReactor& reactor) {
+    JobPtr job = make_reconstruct_job(ctx, parse_reconstruct_request(*request), "Reconstruct");
     job->pixels_in_pool = true;
     job->on_done = [call, response](Job& done, std::exception_ptr error) {
       call.finish(error, [&] {
@@ -129,14 +141,17 @@ grpc::ServerUnaryReactor* SvdService::Reconstruct(grpc::CallbackServerContext* c
         response->Swap(&encoded);  // the call owns the pixels from here; freed after sending
       });
     };
-    context_.pipeline.submit(std::move(job));
+    const uint64_t bytes = reconstruction_bytes(job->factors->shape(), job->format);
+    auto pending = std::make_shared<JobPtr>(std::move(job));
+    reactor.start_after_reserving(bytes, call,
+                                  [this, pending] { context_.pipeline.submit(std::move(*pending)); });
   });
 }
 
 grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerContext* ctx,
                                                        const v1::ReconstructBatchRequest* request,
                                                        v1::ReconstructBatchResponse* response) {
-  return unary(ctx, "ReconstructBatch", [&](const UnaryCall& call) {
+  return budgeted("ReconstructBatch", [&](const UnaryCall& call, BudgetedUnaryReactor& reactor) {
     check_accepting();
     const int count = request->items_size();
     if (count == 0) throw InvalidArgument("batch has no items");
@@ -146,27 +161,96 @@ grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerConte
                             " (max_batch_items); split it or use ReconstructStream");
     }
     for (int i = 0; i < count; ++i) response->add_items();
-    // One count per item plus one for this loop, so the RPC cannot finish while still submitting.
-    auto remaining = std::make_shared<std::atomic<int>>(count + 1);
-    auto item_done = [call, remaining] {
-      if (remaining->fetch_sub(1) == 1) call.finish(grpc::Status::OK);
-    };
+    // Every item is checked (and its job made) before any runs, and the answer's size with
+    // them: raw pixels are exactly their shape's size, so a batch that cannot fit in one message
+    // is refused before anything is built. PNG and JPEG sizes are known only once encoded: those
+    // are counted as they finish, and the batch stops at the limit.
+    const uint64_t max_message_bytes = context_.config.max_message_bytes();
+    auto too_large = std::make_shared<std::atomic<bool>>(false);
+    auto answer_bytes = std::make_shared<std::atomic<uint64_t>>(0);
+    std::vector<JobPtr> jobs(static_cast<std::size_t>(count));
+    uint64_t raw_pixel_bytes = 0;
+    uint64_t largest_item_bytes = 0;
     for (int i = 0; i < count; ++i) {
-      v1::ReconstructStreamResponse* slot = response->mutable_items(i);
+      const v1::ReconstructRequest& item = request->items(i);
+      *answer_bytes += kBatchItemOverheadBytes + item.id().size();
       try {
-        JobPtr job = make_reconstruct_job(ctx, request->items(i));
-        job->on_done = [slot, item_done](Job& done, std::exception_ptr error) {
-          fill_status(to_status(error), slot->mutable_status());
-          if (!error) fill_reconstruction(done, slot->mutable_result());
-          item_done();
-        };
-        context_.pipeline.submit(std::move(job));
+        JobPtr job = make_reconstruct_job(ctx, item, "ReconstructBatch");
+        const uint64_t bytes = reconstruction_bytes(job->factors->shape(), job->format);
+        largest_item_bytes = std::max(largest_item_bytes, bytes);
+        if (!is_encoded(job->format)) {
+          raw_pixel_bytes += bytes;
+          *answer_bytes += bytes;
+        }
+        job->is_cancelled = [ctx, too_large] { return too_large->load() || ctx->IsCancelled(); };
+        jobs[static_cast<std::size_t>(i)] = std::move(job);
       } catch (...) {
-        fill_status(to_status(std::current_exception()), slot->mutable_status());
-        item_done();
+        const grpc::Status status = to_status(std::current_exception());
+        record_item("ReconstructBatch", status.error_code());
+        fill_status(status, response->mutable_items(i)->mutable_status());
       }
     }
-    item_done();
+    if (*answer_bytes > max_message_bytes) {
+      throw ResourceExhausted(
+          "the answer to this batch of " + std::to_string(count) + " items would be " +
+          std::to_string(answer_bytes->load()) + " bytes (items of up to " +
+          std::to_string(largest_item_bytes) + " bytes of pixels), over max_message_bytes (" +
+          std::to_string(max_message_bytes) +
+          "); send fewer items per call, ask for PNG or JPEG, or use ReconstructStream (one "
+          "message per item)");
+    }
+    // One count per item plus one for the submitting step, so the RPC cannot finish while still
+    // submitting.
+    auto remaining = std::make_shared<std::atomic<int>>(count + 1);
+    auto item_done = [call, remaining, too_large, answer_bytes, max_message_bytes, count] {
+      if (remaining->fetch_sub(1) != 1) return;
+      if (!too_large->load()) {
+        call.finish(grpc::Status::OK);
+        return;
+      }
+      call.finish(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "the answer to this batch of " + std::to_string(count) + " items passed " +
+              std::to_string(max_message_bytes) +
+              " bytes (max_message_bytes) as its PNG and JPEG answers were encoded; send fewer "
+              "items per call or use ReconstructStream (one message per item)"));
+    };
+    auto pending = std::make_shared<std::vector<JobPtr>>(std::move(jobs));
+    for (int i = 0; i < count; ++i) {
+      JobPtr& job = (*pending)[static_cast<std::size_t>(i)];
+      v1::ReconstructStreamResponse* slot = response->mutable_items(i);
+      if (!job) {
+        item_done();  // refused above; its status is in the answer
+        continue;
+      }
+      const bool encoded = is_encoded(job->format);
+      job->on_done = [this, slot, item_done, encoded, too_large, answer_bytes, max_message_bytes](
+                         Job& done, std::exception_ptr error) {
+        record_item("ReconstructBatch", to_status(error).error_code());
+        if (!error && encoded &&
+            answer_bytes->fetch_add(done.pixels.size()) + done.pixels.size() > max_message_bytes) {
+          too_large->store(true);  // the items not yet computed stop at their next stage
+        }
+        fill_status(to_status(error), slot->mutable_status());
+        if (!error && !too_large->load()) fill_reconstruction(done, slot->mutable_result());
+        item_done();
+      };
+    }
+    // The pixels are held twice until sent: in the response message and in gRPC's serialized
+    // copy of it. PNG and JPEG answers are reserved at their raw size, about their largest.
+    uint64_t reserved_bytes = raw_pixel_bytes;
+    for (const JobPtr& job : *pending) {
+      if (job && is_encoded(job->format)) {
+        reserved_bytes += reconstruction_bytes(job->factors->shape(), job->format);
+      }
+    }
+    reactor.start_after_reserving(kSerializedCopies * reserved_bytes, call,
+                                  [this, pending, item_done] {
+                                    for (JobPtr& job : *pending) {
+                                      if (job) context_.pipeline.submit(std::move(job));
+                                    }
+                                    item_done();
+                                  });
   });
 }
 
@@ -178,7 +262,7 @@ grpc::ServerUnaryReactor* SvdService::Compress(grpc::CallbackServerContext* ctx,
     const OutputFormat format = output_format_of(request->format());
     const uint32_t jpeg_quality = jpeg_quality_of(request->jpeg_quality());
     check_has_image(request->image());
-    JobPtr job = make_job(ctx, JobKind::compress);
+    JobPtr job = make_job(ctx, JobKind::compress, "Compress");
     job->source = image_source_of(request->image());
     job->rank_choice = ranks_.compress_selection(request->rank(), energy_fraction_of(*request));
     job->format = format;
@@ -217,9 +301,12 @@ grpc::ServerUnaryReactor* SvdService::ListImages(grpc::CallbackServerContext* ct
                                                  const v1::ListImagesRequest* request,
                                                  v1::ListImagesResponse* response) {
   return answer(ctx, "ListImages", [&] {
-    for (const auto& info : context_.store.list(request->include_evicted())) {
-      fill_info(info, response->add_images());
-    }
+    const uint32_t asked = request->page_size();
+    const std::size_t page_size = asked == 0 ? kDefaultPageSize : std::min(asked, kMaxPageSize);
+    const StoredImagePage page =
+        context_.store.list_page(request->page_token(), page_size, request->include_evicted());
+    for (const auto& info : page.images) fill_info(info, response->add_images());
+    response->set_next_page_token(page.next_after);
     response->set_bytes_resident(context_.store.bytes_resident());
     response->set_budget_bytes(context_.store.budget_bytes());
   });
@@ -276,10 +363,10 @@ grpc::ServerUnaryReactor* SvdService::GetStats(grpc::CallbackServerContext* ctx,
   });
 }
 
-grpc::ServerUnaryReactor* SvdService::Echo(grpc::CallbackServerContext* ctx,
+grpc::ServerUnaryReactor* SvdService::Echo(grpc::CallbackServerContext*,
                                            const v1::EchoRequest* request,
                                            v1::EchoResponse* response) {
-  return answer(ctx, "Echo", [&] {
+  return budgeted("Echo", [&](const UnaryCall& call, BudgetedUnaryReactor& reactor) {
     check_accepting();
     const uint64_t max_message_bytes = context_.config.max_message_bytes();
     const uint64_t limit =
@@ -290,12 +377,16 @@ grpc::ServerUnaryReactor* SvdService::Echo(grpc::CallbackServerContext* ctx,
                             " (max_message_bytes less 64 KiB); ask for fewer bytes or raise "
                             "max_message_bytes");
     }
-    // The payload back, cut or zero-padded to size: one allocation and one copy, like a
-    // reconstruction's output.
-    const auto size = static_cast<std::size_t>(request->response_bytes());
-    std::string* payload = response->mutable_payload();
-    payload->assign(request->payload(), 0, std::min(size, request->payload().size()));
-    payload->resize(size, '\0');
+    reactor.start_after_reserving(
+        kSerializedCopies * request->response_bytes(), call, [call, request, response] {
+          // The payload back, cut or zero-padded to size: one allocation and one copy, like a
+          // reconstruction's output.
+          const auto size = static_cast<std::size_t>(request->response_bytes());
+          std::string* payload = response->mutable_payload();
+          payload->assign(request->payload(), 0, std::min(size, request->payload().size()));
+          payload->resize(size, '\0');
+          call.finish(grpc::Status::OK);
+        });
   });
 }
 

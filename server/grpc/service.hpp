@@ -17,6 +17,7 @@
 #include "server/grpc/call_metrics.hpp"
 #include "server/grpc/stream_budget.hpp"
 #include "server/grpc/unary_call.hpp"
+#include "server/grpc/unsent_bytes_budget.hpp"
 #include "server/runtime/factor_store.hpp"
 #include "server/runtime/job.hpp"
 #include "server/runtime/pipeline.hpp"
@@ -33,7 +34,8 @@ struct ServiceContext {
   FactorStore& store;
   Pipeline& pipeline;
   CallMetrics& metrics;         // calls by method and code; GetStats reads it
-  StreamBudget& stream_budget;  // what all ReconstructStream calls together may hold
+  StreamBudget& stream_budget;  // what all ReconstructStream calls together may have computing
+  UnsentBytesBudget& unsent_bytes;  // response bytes not yet sent, of every call
   int64_t started_unix_ms = 0;
 };
 
@@ -127,16 +129,23 @@ class SvdService final : public SvdServiceBase {
                                           v1::StopProfilingResponse* response) override;
 
   // Shared by the reactors in stream_reactors.cpp.
-  // A reconstruct job for one request item, with the factors looked up and the deadline and
-  // cancellation of ctx attached. Throws on a bad request (unknown id, bad rank, draining).
+  // A reconstruct job of `method` for one request item, with the factors looked up and the
+  // deadline and cancellation of ctx attached. Throws on a bad request (unknown id, bad rank,
+  // draining).
   [[nodiscard]] JobPtr make_reconstruct_job(grpc::CallbackServerContext* ctx,
-                                            const v1::ReconstructRequest& request);
+                                            const v1::ReconstructRequest& request,
+                                            const char* method);
   // Counts a streaming call (unary calls count themselves through UnaryCall).
   void record(const char* method, const grpc::Status& status) {
     context_.metrics.record_call(method, status.error_code());
   }
+  // Counts one item of a ReconstructStream or ReconstructBatch call.
+  void record_item(const char* method, grpc::StatusCode code) {
+    context_.metrics.record_item(method, code);
+  }
   [[nodiscard]] const ServiceContext& context() const noexcept { return context_; }
   [[nodiscard]] StreamBudget& stream_budget() const noexcept { return context_.stream_budget; }
+  [[nodiscard]] UnsentBytesBudget& unsent_bytes() const noexcept { return context_.unsent_bytes; }
 
  private:
   // The one way a unary handler runs and ends (unary_call.hpp).
@@ -145,6 +154,15 @@ class SvdService final : public SvdServiceBase {
                                   Start&& start) {
     return run_unary(ctx, method, context_.metrics, std::forward<Start>(start));
   }
+  // A unary handler whose response counts against the unsent-bytes budget:
+  // `start(call, reactor)` validates, then hands its work to reactor.start_after_reserving.
+  template <typename Start>
+  grpc::ServerUnaryReactor* budgeted(const char* method, Start&& start) {
+    auto* reactor = new BudgetedUnaryReactor(context_.unsent_bytes);
+    return run_unary(reactor, method, context_.metrics, [&](const UnaryCall& call) {
+      std::forward<Start>(start)(call, *reactor);
+    });
+  }
   template <typename Respond>
   grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* ctx, const char* method,
                                    Respond&& respond) {
@@ -152,7 +170,9 @@ class SvdService final : public SvdServiceBase {
   }
 
   void check_accepting() const;
-  [[nodiscard]] JobPtr make_job(grpc::CallbackServerContext* ctx, JobKind kind) const;
+  // `method` names the RPC in metrics: a string literal.
+  [[nodiscard]] JobPtr make_job(grpc::CallbackServerContext* ctx, JobKind kind,
+                                const char* method) const;
   [[nodiscard]] std::string next_image_id();
 
   ServiceContext context_;

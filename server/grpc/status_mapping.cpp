@@ -35,6 +35,17 @@ std::string shortened(std::string_view text, std::size_t max_bytes) {
   return std::string(text.substr(0, cut)) + std::string(kEllipsis);
 }
 
+std::vector<grpc::StatusCode> answered_codes() {
+  std::vector<grpc::StatusCode> codes{grpc::StatusCode::OK};
+  for (ErrorKind kind : {ErrorKind::invalid_argument, ErrorKind::not_found,
+                         ErrorKind::resource_exhausted, ErrorKind::failed_precondition,
+                         ErrorKind::unavailable, ErrorKind::deadline_exceeded,
+                         ErrorKind::cancelled, ErrorKind::internal}) {
+    codes.push_back(code_for(kind));
+  }
+  return codes;
+}
+
 grpc::Status to_status(std::exception_ptr error) {
   if (!error) return grpc::Status::OK;
   try {

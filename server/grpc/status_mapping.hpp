@@ -7,6 +7,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace svdserve {
 
@@ -21,6 +22,9 @@ inline constexpr std::size_t kMaxStatusMessageBytes = 1024;
 // `text` if it is at most max_bytes long; else at most max_bytes of its start, cut at a UTF-8
 // character boundary, and "…" (three bytes more).
 [[nodiscard]] std::string shortened(std::string_view text, std::size_t max_bytes);
+
+// OK and every code to_status answers with: the codes a user of svdserve sees.
+[[nodiscard]] std::vector<grpc::StatusCode> answered_codes();
 
 // "OK", "INVALID_ARGUMENT", ... as gRPC spells them (the table shared with the client);
 // "CODE_<n>" outside google.rpc.Code.

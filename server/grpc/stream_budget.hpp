@@ -1,18 +1,16 @@
 #pragma once
-// What all ReconstructStream calls together may hold: requests read and still computing (they
-// sit in the compute queue and its batches), and the pixel bytes of answers not yet written (they
-// sit in the host buffer pool). Each stream has its own limits as well (stream_reactors.cpp),
-// but many streams together would still fill the compute queue (their items then fail with
-// RESOURCE_EXHAUSTED) or the pool (answers spill to ordinary memory, whose device-to-host copies
-// are slow; 64 streams of 4 items at 1024^2, H100: 1,247 items/s without this budget, 2,326
-// with it). An answer stops counting against the queue's share when it is computed, so clients
-// that read slowly hold pool bytes, not queue places.
+// What all ReconstructStream calls together may have computing: requests handed to the pipeline
+// and not yet computed sit in the compute queue and its batches. Each stream has its own limits as well
+// (stream_reactors.cpp), but many streams together would still fill the compute queue (their
+// items then fail with RESOURCE_EXHAUSTED). The bytes of their answers count against the
+// server-wide UnsentBytesBudget like every other call's (unsent_bytes_budget.hpp), which keeps
+// them within the host buffer pool (64 streams of 4 items at 1024^2, H100: 1,247 items/s when
+// answers spilled out of the pool, 2,326 when held to it).
 //
-// A stream that holds answers and finds the budget spent stops reading requests (gRPC flow
+// A stream that holds answers and finds this budget spent stops reading requests (gRPC flow
 // control for its client) until one of its own answers is written: no stream waits on another,
 // and a stream with nothing unwritten always reads, so each one makes progress. The check and
-// the take are not one step, and a stream's first answer is always allowed, so the streams
-// together may pass each limit by one answer a stream (in bytes: a stream's largest answer).
+// the take are not one step, so the streams together may pass the limit by one request a stream.
 
 #include <atomic>
 #include <chrono>
@@ -25,40 +23,32 @@ namespace svdserve {
 
 struct StreamBudgetSample {
   uint64_t computing = 0;
-  uint64_t unwritten_bytes = 0;
   uint64_t max_computing = 0;
-  uint64_t max_unwritten_bytes = 0;
   uint64_t waiting_streams = 0;  // stopped reading until one of their own answers is written
 };
 
 class StreamBudget {
  public:
-  StreamBudget(uint64_t max_computing, uint64_t max_unwritten_bytes) noexcept
-      : max_computing_(max_computing), max_unwritten_bytes_(max_unwritten_bytes) {}
+  explicit StreamBudget(uint64_t max_computing) noexcept : max_computing_(max_computing) {}
   StreamBudget(const StreamBudget&) = delete;
   StreamBudget& operator=(const StreamBudget&) = delete;
 
   // Whether a stream that already holds answers may read another request. Relaxed: a stale
   // value only moves the limit by the overshoot the header allows.
   [[nodiscard]] bool has_room() const noexcept {
-    return computing_.load(std::memory_order_relaxed) < max_computing_ &&
-           unwritten_bytes_.load(std::memory_order_relaxed) < max_unwritten_bytes_;
+    return computing_.load(std::memory_order_relaxed) < max_computing_;
   }
 
-  // A request's life: read (and its answer's pixel bytes once known), computed (or failed),
-  // written (or dropped), with the bytes added for it.
+  // A request goes into the pipeline, then is computed (or failed).
   void read() noexcept { change(computing_, 1); }
-  void add_bytes(uint64_t bytes) noexcept { change(unwritten_bytes_, bytes); }
   void computed() noexcept { change(computing_, -1); }
-  void written(uint64_t bytes) noexcept { change(unwritten_bytes_, 0 - bytes); }
   // A stream stops reading requests (it holds its limit, or the budget is spent), and reads again.
   void stopped_reading() noexcept { change(waiting_streams_, 1); }
   void reading_again() noexcept { change(waiting_streams_, -1); }
 
   [[nodiscard]] StreamBudgetSample sample() const noexcept {
-    return {computing_.load(std::memory_order_relaxed),
-            unwritten_bytes_.load(std::memory_order_relaxed), max_computing_,
-            max_unwritten_bytes_, waiting_streams_.load(std::memory_order_relaxed)};
+    return {computing_.load(std::memory_order_relaxed), max_computing_,
+            waiting_streams_.load(std::memory_order_relaxed)};
   }
 
   // Waits until `reached(sample())` holds, at most `timeout`; returns whether it did. For
@@ -79,9 +69,7 @@ class StreamBudget {
   }
 
   const uint64_t max_computing_;
-  const uint64_t max_unwritten_bytes_;
   std::atomic<uint64_t> computing_{0};
-  std::atomic<uint64_t> unwritten_bytes_{0};
   std::atomic<uint64_t> waiting_streams_{0};
 
   mutable std::atomic<uint64_t> observers_{0};

@@ -1,12 +1,16 @@
-// The two streaming reconstruct RPCs. Both submit one job per reconstruction and write the
-// answers in request order through OrderedResponses. ReconstructStream is a raw method, like
+// The two streaming reconstruct RPCs. Both submit one job per reconstruction, once its answer's
+// bytes are reserved from the server's UnsentBytesBudget, and write the answers in request order
+// through OrderedResponses. ReconstructStream is a raw method, like
 // Reconstruct: each answer carries its pooled pixel buffer without a copy
 // (reconstruct_response_encoder.hpp).
 
 #include <algorithm>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <variant>
+#include <vector>
 
 #include "kernels/errors.hpp"
 #include "server/grpc/ordered_responses.hpp"
@@ -19,19 +23,43 @@
 namespace svdserve {
 namespace {
 
-// Answers one stream may hold before it stops reading requests: in the pipeline, done and
-// waiting for their turn, or being written. Counting until written (not until computed) keeps a
-// client that reads slowly, or not at all, from making the server hold its answers without
-// limit; a fast client cannot fill the server's queues alone either. By count and by pixel
-// bytes; one answer is always allowed, however large. All streams together are held to the
-// server's StreamBudget as well (stream_budget.hpp).
-constexpr uint64_t kMaxUnwrittenPerStream = 64;
-constexpr uint64_t kMaxUnwrittenBytesPerStream = uint64_t{64} << 20;
+using Reservation = UnsentBytesBudget::Reservation;
+using Ticket = UnsentBytesBudget::Ticket;
 
-// The pixel bytes a reconstruction will answer with (PNG, JPEG: at most about the raw u8 size).
+// Answers one call may hold before it stops asking for more: in the pipeline, done and waiting
+// for their turn, or being written. Counting until written (not until computed) keeps a client
+// that reads slowly, or not at all, from taking the whole server-wide budget alone; a fast
+// client cannot fill the server's queues alone either. By count and by pixel bytes; these let one
+// answer through however large. All calls together are held to the UnsentBytesBudget
+// (unsent_bytes_budget.hpp), and all streams to the StreamBudget (stream_budget.hpp).
+constexpr uint64_t kMaxUnwrittenPerCall = 64;
+constexpr uint64_t kMaxUnwrittenBytesPerCall = uint64_t{64} << 20;
+
+// A ReconstructProgressive answer is a protobuf message: held twice until sent, as the message
+// and as gRPC's serialized copy of it.
+constexpr uint64_t kSerializedCopies = 2;
+
 uint64_t answer_bytes(const Job& job) {
-  const uint64_t values = job.factors->shape().values();
-  return job.format == OutputFormat::raw_f32 ? values * sizeof(float) : values;
+  return reconstruction_bytes(job.factors->shape(), job.format);
+}
+
+// Every step of a stream reactor ends here, under its lock: what was sent gives its bytes back
+// after the unlock (that may start other calls on this thread, which take their own locks), and
+// a call that is done finishes. Finish goes after the unlock and the caller touches nothing after
+// this: from a thread that is not a gRPC reaction, Finish may let gRPC run OnDone, which deletes
+// the reactor, at once.
+template <typename Reactor>
+void end_step(Reactor& reactor, std::unique_lock<std::mutex>& lock) {
+  std::vector<Reservation> sent = std::move(reactor.sent_);
+  reactor.sent_.clear();
+  const bool finish = reactor.should_finish();
+  grpc::Status status;
+  if (finish) {
+    reactor.finished_ = true;
+    status = reactor.final_status();
+  }
+  lock.unlock();
+  if (finish) reactor.Finish(status);
 }
 
 class ReconstructStreamReactor final
@@ -39,14 +67,17 @@ class ReconstructStreamReactor final
       public SvdService::OpenStream {
  public:
   ReconstructStreamReactor(SvdService& service, grpc::CallbackServerContext* ctx)
-      : service_(service), budget_(service.stream_budget()), ctx_(ctx) {
+      : service_(service),
+        budget_(service.stream_budget()),
+        unsent_(service.unsent_bytes()),
+        ctx_(ctx) {
     // Not under mutex_: the service takes its lock before ours (end_for_drain).
     const bool tracked = service_.track(*this);
     std::unique_lock lock(mutex_);
     if (finished_) return;
     if (!tracked) {
       draining_ = true;
-      maybe_finish(lock);
+      end_step(*this, lock);
       return;
     }
     StartRead(&request_);
@@ -55,59 +86,59 @@ class ReconstructStreamReactor final
   void end_for_drain() override {
     std::unique_lock lock(mutex_);
     draining_ = true;
-    maybe_finish(lock);
+    end_step(*this, lock);
   }
 
   void OnReadDone(bool ok) override {
+    std::unique_lock lock(mutex_);
     if (!ok) {
-      std::unique_lock lock(mutex_);
       reads_done_ = true;
-      maybe_finish(lock);
+      end_step(*this, lock);
       return;
     }
-    uint64_t sequence = 0;
-    {
-      std::lock_guard lock(mutex_);
-      if (finished_) return;  // ended by the drain while this request arrived: not answered
-      sequence = responses_.reserve();
-      unwritten_answer_bytes_.push_back(0);  // until the job says (a failure answers no pixels)
-      budget_.read();
-    }
+    if (finished_) return;  // ended by the drain while this request arrived: not answered
+    const uint64_t sequence = responses_.reserve();
+    reservations_.emplace_back();  // none until its bytes are reserved (a failure needs none)
+    lock.unlock();
+    JobPtr job;
     try {
-      JobPtr job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_));
+      job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_), kMethod);
       job->pixels_in_pool = true;
-      {
-        std::lock_guard lock(mutex_);
-        const uint64_t bytes = answer_bytes(*job);
-        unwritten_answer_bytes_[sequence - written_] = bytes;
-        unwritten_bytes_ += bytes;
-        budget_.add_bytes(bytes);
-      }
       job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
+        budget_.computed();
         grpc::ByteBuffer response;
         try {
           if (error) std::rethrow_exception(error);
           v1::ReconstructResponse fields;
           fill_reconstruction_fields(done, &fields);
           response = encode_reconstruct_stream_response(fields, std::move(done.pixels));
+          service_.record_item(kMethod, grpc::StatusCode::OK);
         } catch (...) {
           response = failure(to_status(std::current_exception()));
         }
         deliver(sequence, std::move(response));
       };
-      service_.context().pipeline.submit(std::move(job));
     } catch (...) {
       deliver(sequence, failure(to_status(std::current_exception())));
+      lock.lock();
+      read_on(lock);
+      return;
     }
-    std::lock_guard lock(mutex_);
-    // The failure above may have ended the call; a draining stream reads no more.
-    if (finished_ || client_gone_ || draining_) return;
-    if (may_read()) {
-      StartRead(&request_);
-    } else {
-      read_paused_ = true;
-      budget_.stopped_reading();
+    lock.lock();
+    auto reserved = unsent_.reserve(answer_bytes(*job), [this](Reservation granted_bytes) {
+      granted(std::move(granted_bytes));
+    });
+    if (const auto* ticket = std::get_if<Ticket>(&reserved)) {
+      waiting_.emplace(Waiting{sequence, *ticket, std::move(job)});
+      end_step(*this, lock);  // reads on once granted
+      return;
     }
+    hold(sequence, std::move(std::get<Reservation>(reserved)));
+    lock.unlock();
+    budget_.read();
+    service_.context().pipeline.submit(std::move(job));
+    lock.lock();
+    read_on(lock);
   }
 
   void OnWriteDone(bool ok) override {
@@ -123,8 +154,23 @@ class ReconstructStreamReactor final
   }
 
   void OnCancel() override {
-    std::lock_guard lock(mutex_);
-    client_gone_ = true;
+    std::optional<Waiting> withdrawn;
+    std::optional<Ticket> ticket;
+    {
+      std::lock_guard lock(mutex_);
+      client_gone_ = true;
+      if (waiting_) ticket = waiting_->ticket;
+    }
+    // Outside the lock: withdrawing may start the calls behind this one, on this thread.
+    if (ticket && unsent_.withdraw(*ticket)) {
+      std::lock_guard lock(mutex_);
+      withdrawn = std::move(waiting_);
+      waiting_.reset();
+    }
+    if (withdrawn) {
+      deliver(withdrawn->sequence,
+              failure(grpc::Status(grpc::StatusCode::CANCELLED, "client went away")));
+    }
   }
 
   void OnDone() override {
@@ -135,61 +181,106 @@ class ReconstructStreamReactor final
     }
     if (was_waiting) budget_.reading_again();
     service_.untrack(*this);
-    service_.record("ReconstructStream", final_status_);
+    service_.record(kMethod, final_status_);
     delete this;
   }
 
  private:
+  template <typename Reactor>
+  friend void end_step(Reactor& reactor, std::unique_lock<std::mutex>& lock);
+
+  // A request read whose answer's bytes the budget could not give yet: not submitted.
+  struct Waiting {
+    uint64_t sequence = 0;
+    Ticket ticket = 0;
+    JobPtr job;
+  };
+
+  static constexpr const char* kMethod = "ReconstructStream";
+
   // The answer to a request that failed: its status only; the stream goes on.
-  static grpc::ByteBuffer failure(const grpc::Status& status) {
+  grpc::ByteBuffer failure(const grpc::Status& status) {
+    service_.record_item(kMethod, status.error_code());
     v1::ReconstructStreamResponse response;
     fill_status(status, response.mutable_status());
     return encode_message(response);
   }
 
-  // Every request read comes here once, answered or failed: it no longer takes a place in the
-  // compute queue's share of the budget (its bytes count until written).
+  // The waiting request's bytes are reserved (on the thread that gave bytes back): it runs, and
+  // the stream reads on.
+  void granted(Reservation reservation) {
+    JobPtr job;
+    {
+      std::lock_guard lock(mutex_);
+      hold(waiting_->sequence, std::move(reservation));
+      job = std::move(waiting_->job);
+      waiting_.reset();
+      ++submitting_;  // no Finish while this still touches the stream after submit
+    }
+    budget_.read();
+    service_.context().pipeline.submit(std::move(job));
+    std::unique_lock lock(mutex_);
+    --submitting_;
+    read_on(lock);
+  }
+
+  // Every request read comes here once, answered or failed (its bytes count until written).
   void deliver(uint64_t sequence, grpc::ByteBuffer response) {
     std::unique_lock lock(mutex_);
-    budget_.computed();
     write_next(lock, responses_.deliver(sequence, std::move(response)));
   }
 
-  // Whether to read another request (the caller holds mutex_): see kMaxUnwrittenPerStream. A
+  // The caller holds mutex_.
+  void hold(uint64_t sequence, Reservation reservation) {
+    unwritten_bytes_ += reservation.bytes();
+    reservations_[sequence - written_] = std::move(reservation);  // replaces an empty one
+  }
+
+  // Reads the next request, or stops until one of this stream's answers is written. A draining
+  // stream reads no more.
+  void read_on(std::unique_lock<std::mutex>& lock) {
+    if (!finished_ && !client_gone_ && !draining_) {
+      if (may_read()) {
+        StartRead(&request_);
+      } else {
+        read_paused_ = true;
+        budget_.stopped_reading();
+      }
+    }
+    end_step(*this, lock);
+  }
+
+  // Whether to read another request (the caller holds mutex_): see kMaxUnwrittenPerCall. A
   // stream paused here reads again when one of its own writes completes (OnWriteDone).
   [[nodiscard]] bool may_read() const {
     const uint64_t unwritten = responses_.unwritten();
     return unwritten == 0 ||
-           (unwritten < kMaxUnwrittenPerStream && unwritten_bytes_ < kMaxUnwrittenBytesPerStream &&
+           (unwritten < kMaxUnwrittenPerCall && unwritten_bytes_ < kMaxUnwrittenBytesPerCall &&
             budget_.has_room());
   }
 
-  // The write in flight is done (or dropped): its bytes no longer count. Returns the next to
-  // write.
+  // The write in flight is done (or dropped): its bytes are given back at the end of the step.
+  // Returns the next to write.
   grpc::ByteBuffer* mark_written() {
-    budget_.written(unwritten_answer_bytes_.front());
-    unwritten_bytes_ -= unwritten_answer_bytes_.front();
-    unwritten_answer_bytes_.pop_front();
+    unwritten_bytes_ -= reservations_.front().bytes();
+    sent_.push_back(std::move(reservations_.front()));
+    reservations_.pop_front();
     ++written_;
     return responses_.written();
   }
 
-  // Starts the write of `next` (or drops it when the client is gone), then checks for the end.
+  // Starts the write of `next` (or drops it when the client is gone), then ends the step.
   void write_next(std::unique_lock<std::mutex>& lock, grpc::ByteBuffer* next) {
     while (next != nullptr && client_gone_) next = mark_written();
-    if (next != nullptr) {
-      StartWrite(next);
-      return;
-    }
-    maybe_finish(lock);
+    if (next != nullptr) StartWrite(next);
+    end_step(*this, lock);
   }
 
-  // Finish goes after the unlock, and the callers touch nothing after this: from a pipeline
-  // thread (deliver), Finish may let gRPC run OnDone, which deletes this, at once.
-  void maybe_finish(std::unique_lock<std::mutex>& lock) {
-    if (finished_ || !responses_.idle()) return;
-    if (!reads_done_ && !client_gone_ && !draining_) return;
-    finished_ = true;
+  [[nodiscard]] bool should_finish() const {
+    return !finished_ && submitting_ == 0 && !waiting_ && responses_.idle() &&
+           (reads_done_ || client_gone_ || draining_);
+  }
+  [[nodiscard]] grpc::Status final_status() {
     if (client_gone_) {
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
     } else if (!reads_done_) {
@@ -199,68 +290,82 @@ class ReconstructStreamReactor final
     } else {
       final_status_ = grpc::Status::OK;
     }
-    const grpc::Status status = final_status_;
-    lock.unlock();
-    Finish(status);
+    return final_status_;
   }
 
   SvdService& service_;
-  StreamBudget& budget_;  // shared by all streams (thread-safe)
+  StreamBudget& budget_;        // shared by all streams (thread-safe)
+  UnsentBytesBudget& unsent_;   // shared by all calls (thread-safe)
   grpc::CallbackServerContext* ctx_;
   grpc::ByteBuffer request_;  // only touched by the read path: one read at a time
 
   std::mutex mutex_;
   OrderedResponses<grpc::ByteBuffer> responses_;  // guarded by mutex_
-  // Pixel bytes of each unwritten answer, from sequence written_ on, and their sum.
-  std::deque<uint64_t> unwritten_answer_bytes_;   // guarded by mutex_
-  uint64_t unwritten_bytes_ = 0;                  // guarded by mutex_
-  uint64_t written_ = 0;                          // guarded by mutex_
-  bool reads_done_ = false;                       // guarded by mutex_
-  bool read_paused_ = false;                      // guarded by mutex_
-  bool client_gone_ = false;                      // guarded by mutex_
-  bool draining_ = false;                         // guarded by mutex_; reads no more
-  bool finished_ = false;                         // guarded by mutex_
-  grpc::Status final_status_;                     // set once, before Finish
+  // The bytes reserved for each unwritten answer, from sequence written_ on, and their sum.
+  std::deque<Reservation> reservations_;  // guarded by mutex_
+  uint64_t unwritten_bytes_ = 0;          // guarded by mutex_
+  std::vector<Reservation> sent_;         // guarded by mutex_; given back at the end of a step
+  uint64_t written_ = 0;                  // guarded by mutex_
+  std::optional<Waiting> waiting_;        // guarded by mutex_
+  int submitting_ = 0;                    // guarded by mutex_
+  bool reads_done_ = false;               // guarded by mutex_
+  bool read_paused_ = false;              // guarded by mutex_
+  bool client_gone_ = false;              // guarded by mutex_
+  bool draining_ = false;                 // guarded by mutex_; reads no more
+  bool finished_ = false;                 // guarded by mutex_
+  grpc::Status final_status_;             // set once, before Finish
 };
 
+// The ranks in increasing order, each reserved from the UnsentBytesBudget before it is
+// submitted, at most kMaxUnwrittenPerCall ahead of what the client has read.
 class ReconstructProgressiveReactor final
     : public grpc::ServerWriteReactor<v1::ReconstructResponse> {
  public:
   ReconstructProgressiveReactor(SvdService& service, grpc::CallbackServerContext* ctx,
                                 const v1::ReconstructProgressiveRequest& request)
-      : service_(service) {
+      : service_(service), unsent_(service.unsent_bytes()) {
     const std::set<uint32_t> ranks(request.ranks().begin(), request.ranks().end());
     try {
       if (ranks.empty()) throw InvalidArgument("ranks is empty; give one or more ranks");
       // Validate every rank before starting any work, so a bad list fails as a whole.
-      std::vector<JobPtr> jobs;
       for (uint32_t rank : ranks) {
         v1::ReconstructRequest item;
         item.set_id(request.id());
         item.set_rank(rank);
         item.set_format(request.format());
         item.set_jpeg_quality(request.jpeg_quality());
-        jobs.push_back(service_.make_reconstruct_job(ctx, item));
+        jobs_.push_back(service_.make_reconstruct_job(ctx, item, "ReconstructProgressive"));
       }
-      std::unique_lock lock(mutex_);
-      for (JobPtr& job : jobs) {
-        const uint64_t sequence = responses_.reserve();
-        job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
-          deliver(sequence, done, error);
-        };
-      }
-      lock.unlock();
-      for (JobPtr& job : jobs) service_.context().pipeline.submit(std::move(job));
     } catch (...) {
       std::unique_lock lock(mutex_);
-      finish_with(lock, to_status(std::current_exception()));
+      error_ = to_status(std::current_exception());
+      end_step(*this, lock);
+      return;
     }
+    std::unique_lock lock(mutex_);
+    start_next(lock);
   }
 
   void OnWriteDone(bool ok) override {
     std::unique_lock lock(mutex_);
     if (!ok && error_.ok()) error_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-    write_next(lock, responses_.written());
+    write_next(mark_written());
+    start_next(lock);
+  }
+
+  void OnCancel() override {
+    std::optional<Ticket> ticket;
+    {
+      std::lock_guard lock(mutex_);
+      if (error_.ok()) error_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+      ticket = ticket_;
+    }
+    // Outside the lock: withdrawing may start the calls behind this one, on this thread.
+    if (ticket && unsent_.withdraw(*ticket)) {
+      std::unique_lock lock(mutex_);
+      ticket_.reset();
+      end_step(*this, lock);
+    }
   }
 
   void OnDone() override {
@@ -269,39 +374,99 @@ class ReconstructProgressiveReactor final
   }
 
  private:
+  template <typename Reactor>
+  friend void end_step(Reactor& reactor, std::unique_lock<std::mutex>& lock);
+
+  // Submits the next ranks while their bytes can be reserved and the call is under its limits
+  // (the first that must wait runs when granted), then ends the step.
+  void start_next(std::unique_lock<std::mutex>& lock) {
+    while (may_start()) {
+      const uint64_t bytes = kSerializedCopies * answer_bytes(*jobs_[next_]);
+      auto reserved = unsent_.reserve(bytes, [this](Reservation granted_bytes) {
+        granted(std::move(granted_bytes));
+      });
+      if (const auto* ticket = std::get_if<Ticket>(&reserved)) {
+        ticket_ = *ticket;
+        break;
+      }
+      submit(lock, std::move(std::get<Reservation>(reserved)));
+    }
+    end_step(*this, lock);
+  }
+
+  // On the thread that gave bytes back. `reservation` goes back on return if it is not used.
+  void granted(Reservation reservation) {
+    std::unique_lock lock(mutex_);
+    ticket_.reset();
+    if (error_.ok()) submit(lock, std::move(reservation));
+    start_next(lock);
+  }
+
+  // Submits the next rank with its bytes. Unlocks around the submit (which may answer at once);
+  // the call cannot finish meanwhile.
+  void submit(std::unique_lock<std::mutex>& lock, Reservation reservation) {
+    const uint64_t sequence = responses_.reserve();
+    unwritten_bytes_ += reservation.bytes();
+    reservations_.push_back(std::move(reservation));
+    JobPtr job = std::move(jobs_[next_++]);
+    job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
+      deliver(sequence, done, error);
+    };
+    ++submitting_;
+    lock.unlock();
+    service_.context().pipeline.submit(std::move(job));
+    lock.lock();
+    --submitting_;
+  }
+
+  [[nodiscard]] bool may_start() const {
+    return !finished_ && error_.ok() && !ticket_ && next_ < jobs_.size() &&
+           responses_.unwritten() < kMaxUnwrittenPerCall &&
+           unwritten_bytes_ < kMaxUnwrittenBytesPerCall;
+  }
+
   void deliver(uint64_t sequence, Job& done, std::exception_ptr error) {
     v1::ReconstructResponse response;
+    if (!error) fill_reconstruction(done, &response);
     std::unique_lock lock(mutex_);
     if (error && error_.ok()) error_ = to_status(error);
-    if (!error) fill_reconstruction(done, &response);
-    write_next(lock, responses_.deliver(sequence, std::move(response)));
+    write_next(responses_.deliver(sequence, std::move(response)));
+    end_step(*this, lock);
   }
 
-  // After the first error nothing more is written; the stream ends with that error.
-  void write_next(std::unique_lock<std::mutex>& lock, v1::ReconstructResponse* next) {
-    while (next != nullptr && !error_.ok()) next = responses_.written();
-    if (next != nullptr) {
-      StartWrite(next);
-      return;
-    }
-    if (responses_.idle()) finish_with(lock, error_);
+  v1::ReconstructResponse* mark_written() {
+    unwritten_bytes_ -= reservations_.front().bytes();
+    sent_.push_back(std::move(reservations_.front()));
+    reservations_.pop_front();
+    return responses_.written();
   }
 
-  // As ReconstructStreamReactor::maybe_finish: Finish after the unlock, nothing touched after.
-  void finish_with(std::unique_lock<std::mutex>& lock, const grpc::Status& status) {
-    if (finished_) return;
-    finished_ = true;
-    error_ = status;
-    const grpc::Status final_status = status;
-    lock.unlock();
-    Finish(final_status);
+  // After the first error nothing more is written; the stream ends with that error. The
+  // caller holds mutex_ and ends the step.
+  void write_next(v1::ReconstructResponse* next) {
+    while (next != nullptr && !error_.ok()) next = mark_written();
+    if (next != nullptr) StartWrite(next);
   }
+
+  [[nodiscard]] bool should_finish() const {
+    return !finished_ && submitting_ == 0 && !ticket_ && responses_.idle() &&
+           (next_ == jobs_.size() || !error_.ok());
+  }
+  [[nodiscard]] grpc::Status final_status() const { return error_; }
 
   SvdService& service_;
+  UnsentBytesBudget& unsent_;  // shared by all calls (thread-safe)
   std::mutex mutex_;
-  OrderedResponses<v1::ReconstructResponse> responses_;  // guarded by mutex_
-  grpc::Status error_;                                   // guarded by mutex_
-  bool finished_ = false;                                // guarded by mutex_
+  std::vector<JobPtr> jobs_;                              // guarded by mutex_; from next_ on
+  std::size_t next_ = 0;                                  // guarded by mutex_
+  OrderedResponses<v1::ReconstructResponse> responses_;   // guarded by mutex_
+  std::deque<Reservation> reservations_;                  // guarded by mutex_; per unwritten
+  uint64_t unwritten_bytes_ = 0;                          // guarded by mutex_
+  std::vector<Reservation> sent_;                         // guarded by mutex_
+  std::optional<Ticket> ticket_;                          // guarded by mutex_; in line
+  int submitting_ = 0;                                    // guarded by mutex_
+  grpc::Status error_;                                    // guarded by mutex_
+  bool finished_ = false;                                 // guarded by mutex_
 };
 
 }  // namespace

@@ -7,10 +7,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <utility>
 
 #include "server/grpc/call_metrics.hpp"
 #include "server/grpc/status_mapping.hpp"
+#include "server/grpc/unsent_bytes_budget.hpp"
 
 namespace svdserve {
 
@@ -43,12 +47,35 @@ class UnaryCall {
   CallMetrics* metrics_;
 };
 
-// Runs a unary handler: `start(call)` answers (call.finish) or hands the work on as its last
-// step; whatever it throws finishes the call with that error's status.
+// A unary call whose response counts against the unsent-bytes budget, from before its work
+// starts until gRPC has sent the response (OnDone). Until its bytes are reserved it waits in the
+// budget's line with its request alone; cancelled there, it leaves the line and ends CANCELLED.
+class BudgetedUnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit BudgetedUnaryReactor(UnsentBytesBudget& budget) noexcept : budget_(budget) {}
+
+  // Runs `start` once `bytes` are reserved: now, or later on the thread that gave bytes back.
+  // What `start` throws finishes `call` with that error. Once per call.
+  void start_after_reserving(uint64_t bytes, const UnaryCall& call, std::function<void()> start);
+
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  static void run(const UnaryCall& call, const std::function<void()>& start) noexcept;
+
+  UnsentBytesBudget& budget_;
+  std::mutex mutex_;
+  std::optional<UnaryCall> call_;                     // guarded by mutex_
+  std::optional<UnsentBytesBudget::Ticket> ticket_;   // guarded by mutex_; set while in line
+  UnsentBytesBudget::Reservation reservation_;        // guarded by mutex_
+};
+
+// Runs a unary handler on `reactor`: `start(call)` answers (call.finish) or hands the work on as
+// its last step; whatever it throws finishes the call with that error's status.
 template <typename Start>
-grpc::ServerUnaryReactor* run_unary(grpc::CallbackServerContext* ctx, const char* method,
+grpc::ServerUnaryReactor* run_unary(grpc::ServerUnaryReactor* reactor, const char* method,
                                     CallMetrics& metrics, Start&& start) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   const UnaryCall call(reactor, method, metrics);
   try {
     std::forward<Start>(start)(call);
@@ -56,6 +83,13 @@ grpc::ServerUnaryReactor* run_unary(grpc::CallbackServerContext* ctx, const char
     call.finish(to_status(std::current_exception()));
   }
   return reactor;
+}
+
+// The same on the call's default reactor (a response that is not budgeted).
+template <typename Start>
+grpc::ServerUnaryReactor* run_unary(grpc::CallbackServerContext* ctx, const char* method,
+                                    CallMetrics& metrics, Start&& start) {
+  return run_unary(ctx->DefaultReactor(), method, metrics, std::forward<Start>(start));
 }
 
 // A handler that answers on the callback thread: `respond()` fills the response, then the call

@@ -88,11 +88,18 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.host_buffer_pool_bytes() == 0) c.set_host_buffer_pool_bytes(256 * kMiB);
   if (c.drain_timeout_ms() == 0) c.set_drain_timeout_ms(5000);  // docker stop waits 10 s
   if (!c.has_lame_duck_ms()) c.set_lame_duck_ms(1000);
+  if (c.grpc_memory_quota_bytes() == 0) c.set_grpc_memory_quota_bytes(1024 * kMiB);
+  if (c.max_concurrent_streams() == 0) c.set_max_concurrent_streams(100);
+  if (c.max_connection_idle_ms() == 0) c.set_max_connection_idle_ms(300'000);
+  if (c.keepalive_time_ms() == 0) c.set_keepalive_time_ms(60'000);
+  if (c.keepalive_timeout_ms() == 0) c.set_keepalive_timeout_ms(20'000);
+  if (c.min_client_ping_interval_ms() == 0) c.set_min_client_ping_interval_ms(10'000);
   if (c.log_level().empty()) c.set_log_level("info");
   if (c.gpu_streams() == 0) c.set_gpu_streams(4);
   if (c.gpu_memory_fraction() == 0) c.set_gpu_memory_fraction(0.8);
   if (c.evicted_history() == 0) c.set_evicted_history(1024);
   if (c.metrics_host().empty()) c.set_metrics_host("127.0.0.1");  // this host only
+  if (c.max_images() == 0) c.set_max_images(1'000'000);
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
 }
@@ -134,6 +141,18 @@ void validate(const v1::ServerConfig& c) {
           "metrics_host must be an IP address such as 127.0.0.1, 0.0.0.0 or ::, got '" +
               c.metrics_host() + "'");
   require(c.max_batch_items() <= 100'000, "max_batch_items must be 1..100000");
+  require(c.max_images() <= 100'000'000, "max_images must be 1..100000000");
+  require(c.grpc_memory_quota_bytes() >= c.max_message_bytes(),
+          "grpc_memory_quota_bytes must be at least max_message_bytes (gRPC reads a whole "
+          "message into its memory)");
+  require(c.max_concurrent_streams() <= 100'000, "max_concurrent_streams must be 1..100000");
+  require(c.keepalive_timeout_ms() < c.keepalive_time_ms(),
+          "keepalive_timeout_ms must be below keepalive_time_ms");
+  constexpr uint32_t kMaxMs = 24 * 3600 * 1000;  // gRPC takes milliseconds as an int
+  require(c.max_connection_idle_ms() <= kMaxMs && c.keepalive_time_ms() <= kMaxMs &&
+              c.min_client_ping_interval_ms() <= kMaxMs,
+          "max_connection_idle_ms, keepalive_time_ms and min_client_ping_interval_ms must be at "
+          "most a day (86400000)");
   try {
     set_log_level(c.log_level());
   } catch (const Error& e) {

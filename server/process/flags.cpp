@@ -44,6 +44,7 @@ const std::map<std::string, Setter>& setters() {
       {"decompose-queue-delay-us", [](auto& c, auto& f, auto& v) { c.set_decompose_queue_delay_us(static_cast<uint32_t>(parse_number(f, v))); }},
       {"queue-capacity", [](auto& c, auto& f, auto& v) { c.set_queue_capacity(static_cast<uint32_t>(parse_number(f, v))); }},
       {"memory-budget-mib", [](auto& c, auto& f, auto& v) { c.set_memory_budget_bytes(parse_number(f, v, std::numeric_limits<uint64_t>::max() >> 20) << 20); }},
+      {"max-images", [](auto& c, auto& f, auto& v) { c.set_max_images(static_cast<uint32_t>(parse_number(f, v))); }},
       {"host-buffer-pool-mib", [](auto& c, auto& f, auto& v) { c.set_host_buffer_pool_bytes(parse_number(f, v, std::numeric_limits<uint64_t>::max() >> 20) << 20); }},
       {"log-level", [](auto& c, auto&, auto& v) { c.set_log_level(v); }},
       {"metrics-port", [](auto& c, auto& f, auto& v) { c.set_metrics_port(static_cast<uint32_t>(parse_number(f, v))); }},
@@ -122,6 +123,7 @@ usage: svdserve [--config FILE] [flags]
   --decompose-queue-delay-us N  the same for Decompose/Compress batches (default 2000)
   --queue-capacity N        jobs per pipeline queue
   --memory-budget-mib N     factor store budget
+  --max-images N            images the factor store keeps at most
   --host-buffer-pool-mib N  recycled Reconstruct response memory (page-locked on the GPU)
   --gpu-streams N           CUDA streams (GPU backend)
   --gpu-svd automatic|exact GPU decompose: randomized (fast) or Xgesvd (LAPACK accuracy)

@@ -24,6 +24,25 @@ int64_t seconds_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count();
 }
 
+// GetStats shows what happened: the series kept at zero for /metrics are left out.
+void fill_counts(const MetricsSink::CodeCounts& counts,
+                 google::protobuf::RepeatedPtrField<v1::MethodStats>& out) {
+  for (const auto& [method, codes] : counts) {
+    uint64_t total = 0;
+    for (const auto& entry : codes) total += entry.second;
+    if (total == 0) continue;
+    auto* m = out.Add();
+    m->set_method(method);
+    m->set_requests(total);
+    for (const auto& [code, count] : codes) {
+      if (count == 0) continue;
+      auto* c = m->add_codes();
+      c->set_code(status_code_text(code));
+      c->set_count(count);
+    }
+  }
+}
+
 // Nearest rank.
 double percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0.0;
@@ -52,34 +71,63 @@ void MetricsSink::RecentSamples::add(double value) {
   next = (next + 1) % kWindow;
 }
 
-MetricsSink::MetricsSink() : started_(Clock::now()), batch_sizes_(batch_size_bounds()) {
+MetricsSink::MetricsSink(const MetricLabels& labels)
+    : started_(Clock::now()), batch_sizes_(batch_size_bounds()) {
   second_of_bucket_.fill(-1);
+  for (const auto& method : labels.methods) {
+    for (grpc::StatusCode code : labels.codes) calls_[method][static_cast<int>(code)] = 0;
+  }
+  for (const auto& method : labels.item_methods) {
+    for (grpc::StatusCode code : labels.codes) items_[method][static_cast<int>(code)] = 0;
+  }
+  for (const auto& method : labels.job_methods) {
+    for (const char* stage : kStages) {
+      stage_seconds_.emplace(std::pair{method, std::string(stage)},
+                             Histogram(latency_bounds_seconds()));
+    }
+  }
 }
 
-void MetricsSink::record_call(std::string_view method, grpc::StatusCode code) {
-  std::lock_guard lock(mutex_);
-  auto it = calls_.find(method);
-  if (it == calls_.end()) it = calls_.emplace(std::string(method), std::map<int, uint64_t>{}).first;
+namespace {
+
+void count(MetricsSink::CodeCounts& counts, std::string_view method, grpc::StatusCode code) {
+  auto it = counts.find(method);
+  if (it == counts.end()) it = counts.emplace(std::string(method), std::map<int, uint64_t>{}).first;
   ++it->second[static_cast<int>(code)];
 }
 
-void MetricsSink::add_stage_locked(const char* stage, double us) {
-  auto it = stages_.find(stage);
-  if (it == stages_.end()) {
-    it = stages_.emplace(stage, Stage{{}, Histogram(latency_bounds_seconds())}).first;
-  }
-  it->second.recent_us.add(us);
-  it->second.seconds.observe(us / kMicrosecondsPerSecond);
+}  // namespace
+
+void MetricsSink::record_call(std::string_view method, grpc::StatusCode code) {
+  std::lock_guard lock(mutex_);
+  count(calls_, method, code);
 }
 
-void MetricsSink::record_job(const StageTimes& times, double total_us) {
+void MetricsSink::record_item(std::string_view method, grpc::StatusCode code) {
+  std::lock_guard lock(mutex_);
+  count(items_, method, code);
+}
+
+void MetricsSink::add_stage_locked(std::string_view method, const char* stage, double us) {
+  recent_us_[stage].add(us);
+  auto it = stage_seconds_.find(std::pair{std::string(method), std::string(stage)});
+  if (it == stage_seconds_.end()) {
+    it = stage_seconds_
+             .emplace(std::pair{std::string(method), std::string(stage)},
+                      Histogram(latency_bounds_seconds()))
+             .first;
+  }
+  it->second.observe(us / kMicrosecondsPerSecond);
+}
+
+void MetricsSink::record_job(std::string_view method, const StageTimes& times, double total_us) {
   const int64_t second = seconds_since(started_);
   std::lock_guard lock(mutex_);
-  add_stage_locked("queue", times.queue_us);
-  if (times.decode_us > 0) add_stage_locked("decode", times.decode_us);  // only jobs that decoded
-  add_stage_locked("compute", times.compute_us);
-  if (times.encode_us > 0) add_stage_locked("encode", times.encode_us);  // only PNG answers
-  add_stage_locked("total", total_us);
+  add_stage_locked(method, "queue", times.queue_us);
+  if (times.decode_us > 0) add_stage_locked(method, "decode", times.decode_us);  // jobs that decoded
+  add_stage_locked(method, "compute", times.compute_us);
+  if (times.encode_us > 0) add_stage_locked(method, "encode", times.encode_us);  // PNG, JPEG answers
+  add_stage_locked(method, "total", total_us);
   const std::size_t bucket = static_cast<std::size_t>(second) % kRateSeconds;
   if (second_of_bucket_[bucket] != second) {
     second_of_bucket_[bucket] = second;
@@ -97,22 +145,12 @@ void MetricsSink::fill_stats(v1::GetStatsResponse& out) const {
   const int64_t now_second = seconds_since(started_);
   const double uptime_s = std::chrono::duration<double>(Clock::now() - started_).count();
   std::lock_guard lock(mutex_);
-  for (const auto& [method, codes] : calls_) {
-    auto* m = out.add_methods();
-    m->set_method(method);
-    uint64_t total = 0;
-    for (const auto& [code, count] : codes) {
-      auto* c = m->add_codes();
-      c->set_code(status_code_text(code));
-      c->set_count(count);
-      total += count;
-    }
-    m->set_requests(total);
-  }
+  fill_counts(calls_, *out.mutable_methods());
+  fill_counts(items_, *out.mutable_items());
   for (const char* stage : kStages) {
-    auto it = stages_.find(stage);
-    if (it == stages_.end()) continue;
-    std::vector<double> sorted = it->second.recent_us.values;
+    auto it = recent_us_.find(stage);
+    if (it == recent_us_.end()) continue;
+    std::vector<double> sorted = it->second.values;
     std::sort(sorted.begin(), sorted.end());
     auto* l = out.add_latencies();
     l->set_stage(stage);
@@ -140,9 +178,7 @@ void MetricsSink::fill_stats(v1::GetStatsResponse& out) const {
 
 MetricsSink::Totals MetricsSink::totals() const {
   std::lock_guard lock(mutex_);
-  Totals totals{calls_, {}, batch_sizes_};
-  for (const auto& [stage, record] : stages_) totals.stage_seconds.emplace(stage, record.seconds);
-  return totals;
+  return {calls_, items_, stage_seconds_, batch_sizes_};
 }
 
 }  // namespace svdserve

@@ -50,27 +50,38 @@ prometheus::ClientMetric::Histogram histogram_metric(const Histogram& histogram)
   return out;
 }
 
-// The recorded events: requests by method and code, stage durations, batch sizes.
-void add_recorded(const MetricsSink::Totals& totals, std::vector<prometheus::MetricFamily>& out) {
-  prometheus::MetricFamily requests{"svdserve_requests_total",
-                                    "RPCs answered, by method and gRPC status code",
-                                    prometheus::MetricType::Counter, {}};
-  for (const auto& [method, codes] : totals.calls) {
+// A counter family by method and gRPC status code.
+prometheus::MetricFamily by_method_and_code(std::string name, std::string help,
+                                            const MetricsSink::CodeCounts& counts) {
+  prometheus::MetricFamily family{std::move(name), std::move(help),
+                                  prometheus::MetricType::Counter, {}};
+  for (const auto& [method, codes] : counts) {
     for (const auto& [code, count] : codes) {
       prometheus::ClientMetric metric;
       metric.label = {{"code", status_code_text(code)}, {"method", method}};  // sorted by name
       metric.counter.value = static_cast<double>(count);
-      requests.metric.push_back(std::move(metric));
+      family.metric.push_back(std::move(metric));
     }
   }
-  out.push_back(std::move(requests));
+  return family;
+}
+
+// The recorded events: requests and items by method and code, stage durations, batch sizes.
+void add_recorded(const MetricsSink::Totals& totals, std::vector<prometheus::MetricFamily>& out) {
+  out.push_back(by_method_and_code("svdserve_requests_total",
+                                   "RPCs answered, by method and gRPC status code", totals.calls));
+  out.push_back(by_method_and_code(
+      "svdserve_items_total",
+      "Items of ReconstructStream and ReconstructBatch calls answered, by method and their own "
+      "status code (an item can fail inside a call that ends OK)",
+      totals.items));
 
   prometheus::MetricFamily stages{"svdserve_stage_duration_seconds",
-                                  "Time per image in each pipeline stage",
+                                  "Time per image in each pipeline stage, by the RPC it answers",
                                   prometheus::MetricType::Histogram, {}};
-  for (const auto& [stage, histogram] : totals.stage_seconds) {
+  for (const auto& [key, histogram] : totals.stage_seconds) {
     prometheus::ClientMetric metric;
-    metric.label = {{"stage", stage}};
+    metric.label = {{"method", key.first}, {"stage", key.second}};
     metric.histogram = histogram_metric(histogram);
     stages.metric.push_back(std::move(metric));
   }
@@ -107,13 +118,17 @@ void add_live(const LiveValues& v, std::vector<prometheus::MetricFamily>& out) {
   out.push_back(evictions);
   // Whether host_buffer_pool_bytes fits the load: fallbacks growing means it does not.
   const HostBufferPoolStats& pool = v.host_buffers;
+  // Limits are gauges of their own, out of the usage gauges' labels, so that a sum over a usage
+  // gauge's labels is a usage.
   out.push_back(labelled("svdserve_host_buffer_pool_bytes",
                          "Reconstruct response memory: pooled (lent out or idle, at most the "
-                         "cap) and in use (lent out, pooled or fallback)",
+                         "capacity) and in use (lent out, pooled or fallback)",
                          prometheus::MetricType::Gauge, "state",
                          {{"pooled", static_cast<double>(pool.pooled_bytes)},
-                          {"in_use", static_cast<double>(pool.in_use_bytes)},
-                          {"capacity", static_cast<double>(pool.capacity_bytes)}}));
+                          {"in_use", static_cast<double>(pool.in_use_bytes)}}));
+  out.push_back(gauge("svdserve_host_buffer_pool_capacity_bytes",
+                      "The cap on pooled response memory (host_buffer_pool_bytes)",
+                      static_cast<double>(pool.capacity_bytes)));
   out.push_back(labelled("svdserve_host_buffers_total",
                          "Reconstruct response buffers by where they came from",
                          prometheus::MetricType::Counter, "source",
@@ -121,18 +136,23 @@ void add_live(const LiveValues& v, std::vector<prometheus::MetricFamily>& out) {
                           {"allocated", static_cast<double>(pool.allocations)},
                           {"fallback", static_cast<double>(pool.fallbacks)}}));
   // At the budget, streams wait: their clients see them slow down (stream_budget.hpp).
-  out.push_back(labelled("svdserve_stream_requests_computing",
-                         "Requests of all ReconstructStream calls read and not yet computed, "
-                         "and the budget they share",
-                         prometheus::MetricType::Gauge, "state",
-                         {{"held", static_cast<double>(v.streams.computing)},
-                          {"budget", static_cast<double>(v.streams.max_computing)}}));
-  out.push_back(labelled("svdserve_stream_unwritten_bytes",
-                         "Pixel bytes of ReconstructStream answers not yet written, and the "
-                         "budget they share",
-                         prometheus::MetricType::Gauge, "state",
-                         {{"held", static_cast<double>(v.streams.unwritten_bytes)},
-                          {"budget", static_cast<double>(v.streams.max_unwritten_bytes)}}));
+  out.push_back(gauge("svdserve_stream_requests_computing",
+                      "Requests of all ReconstructStream calls in the pipeline, not yet computed",
+                      static_cast<double>(v.streams.computing)));
+  out.push_back(gauge("svdserve_stream_requests_computing_budget",
+                      "The limit on requests of all ReconstructStream calls computing at once",
+                      static_cast<double>(v.streams.max_computing)));
+  // Held at the budget with calls waiting: clients that read slowly (or not at all) hold it, or
+  // host_buffer_pool_bytes is too small for the load (unsent_bytes_budget.hpp).
+  out.push_back(gauge("svdserve_unsent_bytes",
+                      "Response bytes made and not yet sent by gRPC, of all calls",
+                      static_cast<double>(v.unsent.held_bytes)));
+  out.push_back(gauge("svdserve_unsent_bytes_budget",
+                      "The server-wide limit on response bytes not yet sent",
+                      static_cast<double>(v.unsent.budget_bytes)));
+  out.push_back(gauge("svdserve_calls_waiting_for_unsent_bytes",
+                      "Calls waiting in line for response bytes before their work starts",
+                      static_cast<double>(v.unsent.waiting_calls)));
   if (v.backend.device_memory_total_bytes > 0) {
     out.push_back(gauge("svdserve_gpu_factor_memory_bytes", "Device memory held by factors",
                         static_cast<double>(v.backend.device_memory_used_bytes)));

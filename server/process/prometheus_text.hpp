@@ -1,6 +1,6 @@
 #pragma once
 // Prometheus text exposition for GET /metrics: the metrics sink's counters and histograms, and
-// gauges sampled at scrape time (queue depths, store, host buffer pool, stream budget, device).
+// gauges sampled at scrape time (queue depths, store, host buffer pool, budgets, device).
 
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +8,7 @@
 
 #include "kernels/backend.hpp"
 #include "server/grpc/stream_budget.hpp"
+#include "server/grpc/unsent_bytes_budget.hpp"
 #include "server/process/metrics_sink.hpp"
 #include "server/runtime/host_buffer_pool.hpp"
 
@@ -24,6 +25,7 @@ struct LiveValues {
   uint64_t evictions = 0;
   HostBufferPoolStats host_buffers;
   StreamBudgetSample streams;
+  UnsentBytesSample unsent;
   BackendMetrics backend;
 };
 

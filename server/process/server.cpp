@@ -2,6 +2,7 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 
 #include <algorithm>
 #include <chrono>
@@ -45,22 +46,43 @@ PipelineOptions pipeline_options(const v1::ServerConfig& c) {
   return options;
 }
 
+// What gRPC itself may hold, and for how long a connection may sit: the transport's share of
+// every request's bound (the service bounds what it holds for each call).
+void apply_transport_limits(const v1::ServerConfig& c, grpc::ServerBuilder& builder) {
+  grpc::ResourceQuota quota("svdserve");
+  quota.Resize(c.grpc_memory_quota_bytes());
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(c.max_concurrent_streams()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(c.max_connection_idle_ms()));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(c.keepalive_time_ms()));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             static_cast<int>(c.keepalive_timeout_ms()));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             static_cast<int>(c.min_client_ping_interval_ms()));
+}
+
 }  // namespace
 
 Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   backend_ = make_backend(config_);
   const std::size_t budget = memory_budget_bytes(config_, *backend_);
-  store_ = std::make_unique<FactorStore>(
-      budget,
-      config_.full_store_policy() == v1::FULL_STORE_POLICY_REJECT ? FullStoreAction::reject
-                                                                  : FullStoreAction::evict_lru,
-      config_.evicted_history());
-  metrics_ = std::make_unique<MetricsSink>();
+  FactorStoreLimits store_limits;  // and the measured entry cost
+  store_limits.budget_bytes = budget;
+  store_limits.when_full = config_.full_store_policy() == v1::FULL_STORE_POLICY_REJECT
+                               ? FullStoreAction::reject
+                               : FullStoreAction::evict_lru;
+  store_limits.evicted_history = config_.evicted_history();
+  store_limits.max_images = config_.max_images();
+  store_ = std::make_unique<FactorStore>(store_limits);
+  metrics_ = std::make_unique<MetricsSink>(service_metric_labels());
   pipeline_ = std::make_unique<Pipeline>(pipeline_options(config_), *backend_, *store_, *metrics_);
-  // Half the compute queue and half the host buffer pool; the other halves stay for the rest.
-  stream_budget_ = std::make_unique<StreamBudget>(
-      std::max<uint64_t>(1, config_.queue_capacity() / 2),
-      std::max<uint64_t>(1, config_.host_buffer_pool_bytes() / 2));
+  // Half the compute queue; the other half stays for the other RPCs.
+  stream_budget_ =
+      std::make_unique<StreamBudget>(std::max<uint64_t>(1, config_.queue_capacity() / 2));
+  // As much as the pool keeps: every answer not yet sent fits in recycled memory.
+  unsent_bytes_ = std::make_unique<UnsentBytesBudget>(config_.host_buffer_pool_bytes());
   if (config_.metrics_port() != 0) {
     metrics_http_ = std::make_unique<MetricsHttpEndpoint>(
         config_.metrics_host(), static_cast<int>(config_.metrics_port()), [this] {
@@ -68,13 +90,14 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                                 pipeline_->jobs_in_flight(),      store_->images_resident(),
                                 store_->bytes_resident(),         store_->budget_bytes(),
                                 store_->evictions(),              pipeline_->host_buffer_stats(),
-                                stream_budget_->sample(),         backend_->metrics()};
+                                stream_budget_->sample(),         unsent_bytes_->sample(),
+                                backend_->metrics()};
           return prometheus_text(metrics_->totals(), live);
         });
   }
   service_ = std::make_unique<SvdService>(
       ServiceContext{config_, *backend_, *store_, *pipeline_, *metrics_, *stream_budget_,
-                     now_unix_ms()});
+                     *unsent_bytes_, now_unix_ms()});
 
   // Ours instead of gRPC's default health service, which holds Watch calls open through a drain.
   grpc::EnableDefaultHealthCheckService(false);
@@ -87,6 +110,7 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes()));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes()));
+  apply_transport_limits(config_, builder);
   builder.RegisterService(service_.get());
   builder.RegisterService(health_.get());
   grpc_server_ = builder.BuildAndStart();

@@ -1,6 +1,7 @@
 #pragma once
 // Owns everything a running svdserve is made of, and starts and stops it in a fixed order:
-// start:    backend -> store -> metrics sink -> pipeline -> stream budget -> /metrics endpoint
+// start:    backend -> store -> metrics sink -> pipeline -> stream and unsent-bytes budgets
+//           -> /metrics endpoint
 //           -> gRPC server (health NOT_SERVING) -> SERVING
 // shutdown: health NOT_SERVING, calls still answered (lame_duck_ms) -> refuse new calls, end
 //           open streams and health watches -> drain in-flight RPCs, cancel what is left at
@@ -20,6 +21,7 @@
 #include "server/grpc/health_service.hpp"
 #include "server/grpc/service.hpp"
 #include "server/grpc/stream_budget.hpp"
+#include "server/grpc/unsent_bytes_budget.hpp"
 #include "server/process/metrics_http.hpp"
 #include "server/process/metrics_sink.hpp"
 #include "server/runtime/factor_store.hpp"
@@ -43,8 +45,10 @@ class Server {
   [[nodiscard]] HostBufferPoolStats host_buffer_stats() const {
     return pipeline_->host_buffer_stats();
   }
-  // What all ReconstructStream calls hold now, against their shared limits.
+  // What all ReconstructStream calls have computing now, against their shared limit.
   [[nodiscard]] const StreamBudget& stream_budget() const { return *stream_budget_; }
+  // Response bytes not yet sent, of all calls, against the server-wide budget.
+  [[nodiscard]] const UnsentBytesBudget& unsent_bytes() const { return *unsent_bytes_; }
   // The /metrics port, 0 when metrics are off.
   [[nodiscard]] int metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }
 
@@ -70,6 +74,7 @@ class Server {
   std::unique_ptr<MetricsSink> metrics_;  // before the pipeline and the service: they record
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<StreamBudget> stream_budget_;  // before the endpoint and the service: they read it
+  std::unique_ptr<UnsentBytesBudget> unsent_bytes_;  // the same
   std::unique_ptr<MetricsHttpEndpoint> metrics_http_;
   std::unique_ptr<SvdService> service_;
   std::unique_ptr<HealthService> health_;  // before the gRPC server: its calls use it

@@ -20,42 +20,53 @@ std::string mib(std::size_t bytes) {
 
 }  // namespace
 
-FactorStore::FactorStore(std::size_t budget_bytes, FullStoreAction when_full,
-                         std::size_t evicted_history)
-    : budget_bytes_(budget_bytes), when_full_(when_full), evicted_history_(evicted_history) {}
+FactorStore::FactorStore(FactorStoreLimits limits) : limits_(limits) {}
+
+std::size_t FactorStore::counted_bytes(std::string_view id, const Factors& factors) const noexcept {
+  return factors.bytes_resident() + limits_.entry_cost.bytes +
+         limits_.entry_cost.bytes_per_id_byte * id.size();
+}
 
 std::vector<std::string> FactorStore::insert(const std::string& id,
                                              std::shared_ptr<const Factors> factors) {
-  const std::size_t bytes = factors->bytes_resident();
-  if (bytes > budget_bytes_) {
+  const std::size_t bytes = counted_bytes(id, *factors);
+  const std::size_t budget = limits_.budget_bytes;
+  if (bytes > budget) {
     throw ResourceExhausted("image '" + id + "' needs " + std::to_string(bytes) +
-                            " bytes of factors, more than the whole memory budget of " +
-                            std::to_string(budget_bytes_) +
+                            " bytes (factors and entry), more than the whole memory budget of " +
+                            std::to_string(budget) +
                             " bytes; ask for a smaller max_rank or raise memory_budget_bytes");
   }
   std::vector<std::string> evicted_ids;
   std::lock_guard lock(mutex_);
   // Replacing an id frees the old factors first.
-  std::size_t replaced_bytes = 0;
-  if (auto it = resident_.find(id); it != resident_.end()) replaced_bytes = it->second.info.bytes;
-  if (bytes_resident_ - replaced_bytes + bytes > budget_bytes_ &&
-      when_full_ == FullStoreAction::reject) {
-    throw ResourceExhausted("memory budget full: " + mib(bytes_resident_) + " of " +
-                            mib(budget_bytes_) + " used, image '" + id + "' needs " +
-                            std::to_string(bytes) + " bytes; delete images or raise "
-                            "memory_budget_bytes");
+  const auto existing = resident_.find(id);
+  const bool replaces = existing != resident_.end();
+  const std::size_t replaced_bytes = replaces ? existing->second.info.bytes : 0;
+  if (limits_.when_full == FullStoreAction::reject) {
+    if (bytes_resident_ - replaced_bytes + bytes > budget) {
+      throw ResourceExhausted("memory budget full: " + mib(bytes_resident_) + " of " +
+                              mib(budget) + " used, image '" + id + "' needs " +
+                              std::to_string(bytes) + " bytes; delete images or raise "
+                              "memory_budget_bytes");
+    }
+    if (!replaces && resident_.size() >= limits_.max_images) {
+      throw ResourceExhausted("the store holds max_images (" +
+                              std::to_string(limits_.max_images) + ") images; delete images "
+                              "or raise max_images");
+    }
   }
-  if (auto it = resident_.find(id); it != resident_.end()) {
-    bytes_resident_ -= it->second.info.bytes;
-    recency_.erase(it->second.recency);
-    resident_.erase(it);
+  if (replaces) {
+    bytes_resident_ -= replaced_bytes;
+    recency_.erase(existing->second.recency);
+    resident_.erase(existing);
   }
-  while (bytes_resident_ + bytes > budget_bytes_) {
-    evicted_ids.push_back(recency_.back());
+  while (!recency_.empty() &&
+         (bytes_resident_ + bytes > budget || resident_.size() >= limits_.max_images)) {
+    evicted_ids.push_back(*recency_.back());
     evict_one_locked();
   }
-  evicted_.erase(id);
-  evicted_order_.remove(id);
+  if (evicted_.erase(id) > 0) evicted_order_.remove(id);
 
   const int64_t now = now_unix_ms();
   StoredImageInfo info{.id = id,
@@ -65,8 +76,9 @@ std::vector<std::string> FactorStore::insert(const std::string& id,
                        .resident = true,
                        .created_unix_ms = now,
                        .last_used_unix_ms = now};
-  recency_.push_front(id);
-  resident_.emplace(id, Entry{std::move(info), std::move(factors), recency_.begin()});
+  const auto [it, inserted] = resident_.emplace(id, Entry{std::move(info), std::move(factors), {}});
+  recency_.push_front(&it->first);
+  it->second.recency = recency_.begin();
   bytes_resident_ += bytes;
   return evicted_ids;
 }
@@ -103,11 +115,33 @@ std::vector<StoredImageInfo> FactorStore::list(bool include_evicted) const {
   std::lock_guard lock(mutex_);
   std::vector<StoredImageInfo> out;
   out.reserve(resident_.size() + (include_evicted ? evicted_.size() : 0));
-  for (const auto& id : recency_) out.push_back(resident_.at(id).info);
+  for (const std::string* id : recency_) out.push_back(resident_.find(*id)->second.info);
   if (include_evicted) {
     for (const auto& id : evicted_order_) out.push_back(evicted_.at(id));
   }
   return out;
+}
+
+StoredImagePage FactorStore::list_page(std::string_view after, std::size_t limit,
+                                       bool include_evicted) const {
+  std::lock_guard lock(mutex_);
+  StoredImagePage page;
+  // The two maps merged in id order (an id is in at most one of them).
+  auto resident = resident_.upper_bound(after);
+  auto evicted = include_evicted ? evicted_.upper_bound(after) : evicted_.end();
+  while (resident != resident_.end() || evicted != evicted_.end()) {
+    if (page.images.size() == limit) {
+      page.next_after = page.images.back().id;
+      break;
+    }
+    if (evicted == evicted_.end() ||
+        (resident != resident_.end() && resident->first < evicted->first)) {
+      page.images.push_back((resident++)->second.info);
+    } else {
+      page.images.push_back((evicted++)->second);
+    }
+  }
+  return page;
 }
 
 std::size_t FactorStore::erase(const std::string& id) {
@@ -142,9 +176,8 @@ uint64_t FactorStore::evictions() const {
 }
 
 void FactorStore::evict_one_locked() {
-  const std::string id = recency_.back();
-  auto it = resident_.find(id);
-  StoredImageInfo info = it->second.info;
+  auto it = resident_.find(*recency_.back());
+  StoredImageInfo info = std::move(it->second.info);
   bytes_resident_ -= info.bytes;
   recency_.pop_back();
   resident_.erase(it);
@@ -155,12 +188,12 @@ void FactorStore::evict_one_locked() {
 }
 
 void FactorStore::remember_evicted_locked(StoredImageInfo info) {
-  if (evicted_history_ == 0) return;
+  if (limits_.evicted_history == 0) return;
   const std::string id = info.id;
   evicted_.insert_or_assign(id, std::move(info));
   evicted_order_.remove(id);
   evicted_order_.push_front(id);
-  while (evicted_order_.size() > evicted_history_) {
+  while (evicted_order_.size() > limits_.evicted_history) {
     evicted_.erase(evicted_order_.back());
     evicted_order_.pop_back();
   }

@@ -45,6 +45,13 @@ enum class OutputFormat { raw_u8, png, raw_f32, jpeg };
   return format == OutputFormat::png || format == OutputFormat::jpeg;
 }
 
+// The pixel bytes a reconstruction answers with: its raw samples, or for PNG and JPEG the u8
+// samples they are made from (an encoded answer is about that size at most).
+[[nodiscard]] inline uint64_t reconstruction_bytes(const ImageShape& shape,
+                                                   OutputFormat format) noexcept {
+  return uint64_t{shape.values()} * (format == OutputFormat::raw_f32 ? sizeof(float) : 1);
+}
+
 // libjpeg's 1..100 scale. 90: 13-22 % of PNG's bytes on fruits.jpg and starry_night.jpg at ranks
 // 20, 100 and full.
 inline constexpr uint32_t kDefaultJpegQuality = 90;
@@ -77,6 +84,7 @@ struct StageTimes {
 
 struct Job {
   JobKind kind = JobKind::reconstruct;
+  const char* method = "";  // the RPC the job answers: a metrics label
 
   // Inputs.
   ImageSource source;  // decompose, compress

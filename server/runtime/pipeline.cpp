@@ -367,7 +367,7 @@ void Pipeline::complete(Job& job, std::exception_ptr error) {
   job.answered = true;
   try {
     const double total_us = micros_since(job.arrived);
-    if (job.times.compute_us > 0) metrics_.record_job(job.times, total_us);
+    if (job.times.compute_us > 0) metrics_.record_job(job.method, job.times, total_us);
     job.on_done(job, error);
   } catch (const std::exception& e) {
     // on_done only builds a response and finishes the RPC; an exception here is a bug.

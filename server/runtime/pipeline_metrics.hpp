@@ -3,6 +3,7 @@
 // does not know where the numbers go.
 
 #include <cstddef>
+#include <string_view>
 
 #include "server/runtime/job.hpp"
 
@@ -12,8 +13,8 @@ class PipelineMetrics {
  public:
   virtual ~PipelineMetrics() = default;
 
-  // One image job that reached the backend, whatever its outcome.
-  virtual void record_job(const StageTimes& times, double total_us) = 0;
+  // One image job of `method` that reached the backend, whatever its outcome.
+  virtual void record_job(std::string_view method, const StageTimes& times, double total_us) = 0;
   // One batch handed to the backend: its live jobs.
   virtual void record_batch(std::size_t size) = 0;
 };

@@ -90,10 +90,18 @@ class FakeSvdServe final : public v1::SvdServe::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status ListImages(grpc::ServerContext*, const v1::ListImagesRequest*,
+  // Pages of two (whatever the client asks), so that the CLI must follow next_page_token.
+  grpc::Status ListImages(grpc::ServerContext*, const v1::ListImagesRequest* request,
                           v1::ListImagesResponse* response) override {
+    constexpr int kPageSize = 2;
     const std::scoped_lock lock(mutex_);
-    for (const auto& [id, stored] : images_) fill_info(id, stored, *response->add_images());
+    for (auto it = images_.upper_bound(request->page_token()); it != images_.end(); ++it) {
+      if (response->images_size() == kPageSize) {
+        response->set_next_page_token(response->images(kPageSize - 1).id());
+        break;
+      }
+      fill_info(it->first, it->second, *response->add_images());
+    }
     response->set_bytes_resident(1000 * images_.size());
     response->set_budget_bytes(1 << 30);
     return grpc::Status::OK;

@@ -13,12 +13,12 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <vector>
 
 #include "process.hpp"
+#include "server_process.hpp"
 #include "server_fixture.hpp"
 #include "tests/client/temp_folder.hpp"
 #include "tests/support/hostile_images.hpp"
@@ -143,12 +143,7 @@ class HostileInputsTest : public ::testing::Test {
 
   // The server's peak resident memory so far (VmHWM), in bytes.
   [[nodiscard]] int64_t peak_resident_bytes() const {
-    std::ifstream status("/proc/" + std::to_string(server_->pid()) + "/status");
-    for (std::string line; std::getline(status, line);) {
-      if (line.starts_with("VmHWM:")) return std::stoll(line.substr(6)) * 1024;  // "  123 kB"
-    }
-    ADD_FAILURE() << "no VmHWM in /proc/" << server_->pid() << "/status";
-    return 0;
+    return static_cast<int64_t>(memory_of(server_->pid()).peak_rss_bytes);
   }
 
   Answer measure(const std::function<grpc::Status()>& call) const {

@@ -13,6 +13,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "process.hpp"
 #include "server_fixture.hpp"
+#include "server_process.hpp"
 #include "tests/test_paths.hpp"
 
 namespace svdserve::testing {

@@ -11,6 +11,7 @@
 
 #include "process.hpp"
 #include "server_fixture.hpp"
+#include "server_process.hpp"
 #include "tests/test_paths.hpp"
 
 namespace svdserve::testing {

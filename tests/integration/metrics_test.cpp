@@ -2,59 +2,24 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
-#include <regex>
+#include <vector>
 
 #include "process.hpp"
 #include "server_fixture.hpp"
+#include "server_process.hpp"
 
 namespace svdserve::testing {
 namespace {
 
-// How long a scrape may wait for its answer before the test gives up on it.
-constexpr timeval kScrapeTimeout{5, 0};
-
-// A socket connected to the loopback port, or -1.
-int connect_loopback(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-std::string http_get(int port, const std::string& path) {
-  const int fd = connect_loopback(port);
-  if (fd < 0) return {};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &kScrapeTimeout, sizeof(kScrapeTimeout));
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  (void)!write(fd, request.data(), request.size());
-  std::string response;
-  char buffer[4096];
-  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) response.append(buffer, n);
-  close(fd);
-  return response;
-}
-
-// The value of the first sample line matching `series` exactly (name plus labels), or -1.
 double sample(const std::string& text, const std::string& series) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  }
-  return -1;
+  return metric_sample(text, series);
 }
 
 using MetricsTest = ServerFixture;
@@ -69,13 +34,31 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   const std::string before = http_get(port, "/metrics");
   ASSERT_NE(before.find("200 OK"), std::string::npos) << before;
   EXPECT_EQ(sample(before, "svdserve_images_resident"), 0);
-  EXPECT_EQ(sample(before, R"(svdserve_requests_total{code="OK",method="Decompose"})"), -1);
+  // Every series a user will see is there from the start, at zero, so that rates over it are
+  // defined before its first event.
+  for (const char* method : {"Decompose", "Reconstruct", "ReconstructStream", "ListImages", "Echo"}) {
+    for (const char* code : {"OK", "INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED",
+                             "UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "INTERNAL"}) {
+      const std::string series = std::string("svdserve_requests_total{code=\"") + code +
+                                 "\",method=\"" + method + "\"}";
+      EXPECT_EQ(sample(before, series), 0) << series;
+    }
+  }
+  EXPECT_EQ(sample(before, R"(svdserve_items_total{code="NOT_FOUND",method="ReconstructStream"})"),
+            0);
+  EXPECT_EQ(sample(before, R"(svdserve_items_total{code="OK",method="ReconstructBatch"})"), 0);
+  EXPECT_EQ(sample(before,
+                   R"(svdserve_stage_duration_seconds_count{method="Compress",stage="encode"})"),
+            0);
 
   ASSERT_TRUE(client_->decompose(read_test_image("home.jpg"), 16, "home").ok());
   ASSERT_TRUE(client_->reconstruct("home", Rank{4}).ok());
   ASSERT_TRUE(client_->reconstruct("home", Rank{8}).ok());
   EXPECT_FALSE(client_->reconstruct("home", Rank{99}).ok());
 
+  // A call's bytes come back when gRPC is done sending, which may be after its client has read.
+  EXPECT_TRUE(server_->unsent_bytes().wait_until(
+      [](const UnsentBytesSample& s) { return s.held_bytes == 0; }, std::chrono::seconds(30)));
   const std::string after = http_get(port, "/metrics");
   EXPECT_EQ(sample(after, R"(svdserve_requests_total{code="OK",method="Decompose"})"), 1);
   EXPECT_EQ(sample(after, R"(svdserve_requests_total{code="OK",method="Reconstruct"})"), 2);
@@ -83,8 +66,11 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   EXPECT_EQ(sample(after, "svdserve_images_resident"), 1);
   EXPECT_GT(sample(after, "svdserve_bytes_resident"), 0);
   EXPECT_GT(sample(after, "svdserve_memory_budget_bytes"), 0);
-  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{stage="compute"})"), 3);
-  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{stage="decode"})"), 1);
+  // Stage latency by the method whose job it was.
+  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{method="Decompose",stage="compute"})"), 1);
+  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{method="Decompose",stage="decode"})"), 1);
+  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{method="Reconstruct",stage="compute"})"), 2);
+  EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{method="Reconstruct",stage="decode"})"), 0);
   EXPECT_GE(sample(after, "svdserve_batch_size_count"), 2);
   EXPECT_EQ(sample(after, R"(svdserve_queue_depth{queue="decode"})"), 0);
   // Each good Reconstruct took one response buffer from the pool.
@@ -92,13 +78,64 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
                 sample(after, R"(svdserve_host_buffers_total{source="reused"})"),
             2);
   EXPECT_EQ(sample(after, R"(svdserve_host_buffers_total{source="fallback"})"), 0);
-  EXPECT_EQ(sample(after, R"(svdserve_host_buffer_pool_bytes{state="capacity"})"), 256 << 20);
+  // Limits are gauges of their own: a sum over a usage gauge's labels is a usage.
+  EXPECT_EQ(sample(after, "svdserve_host_buffer_pool_capacity_bytes"), 256 << 20);
+  EXPECT_EQ(sample(after, R"(svdserve_host_buffer_pool_bytes{state="capacity"})"), -1);
   EXPECT_GT(sample(after, R"(svdserve_host_buffer_pool_bytes{state="pooled"})"), 0);
-  // The streams' shared budget: half the queue (256) and half the pool; no stream is open.
-  EXPECT_EQ(sample(after, R"(svdserve_stream_requests_computing{state="budget"})"), 128);
-  EXPECT_EQ(sample(after, R"(svdserve_stream_unwritten_bytes{state="budget"})"), 128 << 20);
-  EXPECT_EQ(sample(after, R"(svdserve_stream_requests_computing{state="held"})"), 0);
-  EXPECT_EQ(sample(after, R"(svdserve_stream_unwritten_bytes{state="held"})"), 0);
+  // The streams' shared budget, half the queue (256), and the unsent bytes of all calls, as much
+  // as the pool; every response is sent.
+  EXPECT_EQ(sample(after, "svdserve_stream_requests_computing_budget"), 128);
+  EXPECT_EQ(sample(after, "svdserve_stream_requests_computing"), 0);
+  EXPECT_EQ(sample(after, "svdserve_unsent_bytes_budget"), 256 << 20);
+  EXPECT_EQ(sample(after, "svdserve_unsent_bytes"), 0);
+  EXPECT_EQ(sample(after, "svdserve_calls_waiting_for_unsent_bytes"), 0);
+}
+
+// An item that fails inside a ReconstructStream or a ReconstructBatch leaves its call OK: it is
+// counted by its own code, in /metrics and in GetStats.
+TEST_F(MetricsTest, ItemsAreCountedByTheirOwnCode) {
+  v1::ServerConfig config = test_config();
+  config.set_metrics_port(static_cast<uint32_t>(free_port()));
+  start(config);
+  ASSERT_TRUE(client_->decompose(read_test_image("home.jpg"), 16, "home").ok());
+
+  std::vector<v1::ReconstructRequest> requests(3);
+  requests[0].set_id("home");
+  requests[0].set_rank(4);
+  requests[1].set_id("home");
+  requests[1].set_rank(99);  // above the rank kept
+  requests[2].set_id("nobody");
+  requests[2].set_rank(1);
+  ASSERT_TRUE(client_->reconstruct_stream(requests).ok());
+  v1::ReconstructBatchRequest batch;
+  for (const auto& request : requests) *batch.add_items() = request;
+  ASSERT_TRUE(client_->reconstruct_batch(batch).ok());
+
+  const std::string text = http_get(server_->metrics_port(), "/metrics");
+  for (const char* method : {"ReconstructStream", "ReconstructBatch"}) {
+    SCOPED_TRACE(method);
+    const auto series = [method](const char* code) {
+      return std::string("svdserve_items_total{code=\"") + code + "\",method=\"" + method +
+             "\"}";
+    };
+    EXPECT_EQ(sample(text, series("OK")), 1);
+    EXPECT_EQ(sample(text, series("INVALID_ARGUMENT")), 1);
+    EXPECT_EQ(sample(text, series("NOT_FOUND")), 1);
+  }
+
+  const auto stats = client_->stats();
+  ASSERT_TRUE(stats.ok());
+  int stream_items = 0;
+  for (const auto& method : stats->items()) {
+    if (method.method() != "ReconstructStream") continue;
+    for (const auto& code : method.codes()) {
+      if (code.code() == "NOT_FOUND") {
+        EXPECT_EQ(code.count(), 1u);
+      }
+    }
+    stream_items = static_cast<int>(method.requests());
+  }
+  EXPECT_EQ(stream_items, 3);
 }
 
 // Sends `request` a byte at a time, one every `interval` (each wait also watches for the server

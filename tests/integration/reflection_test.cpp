@@ -4,11 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+#include <set>
+
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/generic/generic_stub.h>
 
 #include "server_fixture.hpp"
+#include "server_process.hpp"
+#include "tests/test_paths.hpp"
 
 namespace svdserve::testing {
 namespace {
@@ -128,6 +135,88 @@ TEST_F(ReflectionTest, ListsTheServiceAndServesItsDescriptor) {
     for (const auto& method : service.method()) has_compress |= method.name() == "Compress";
   }
   EXPECT_TRUE(has_compress);
+}
+
+// The descriptor of the file that defines `symbol`, as reflection serves it; fails the test when
+// reflection answers an error instead.
+google::protobuf::FileDescriptorProto file_containing(ReflectionStream& stream,
+                                                      const std::string& symbol) {
+  const std::string answer = stream.ask(length_delimited(kFileContainingSymbol, symbol));
+  const auto responses = fields(answer, kFileDescriptorResponse);
+  google::protobuf::FileDescriptorProto descriptor;
+  EXPECT_EQ(responses.size(), 1u) << symbol << ": reflection answered an error";
+  if (responses.empty()) return descriptor;
+  const auto descriptors = fields(responses[0], 1);
+  EXPECT_FALSE(descriptors.empty());
+  if (!descriptors.empty()) {
+    EXPECT_TRUE(descriptor.ParseFromString(descriptors[0]));
+  }
+  return descriptor;
+}
+
+bool has_service(const google::protobuf::FileDescriptorProto& file, const std::string& name) {
+  return std::any_of(file.service().begin(), file.service().end(),
+                     [&](const auto& service) { return service.name() == name; });
+}
+
+// What grpcurl and ghz do before calling grpc.health.v1.Health/Check: ask for its descriptor.
+// The real binary: this test process links the health service's generated code anyway.
+TEST(ServerBinaryReflectionTest, DescribesTheHealthServiceItLists) {
+  v1::ServerConfig config;
+  config.set_log_level("warn");
+  const ServerProcess server(config);
+  ASSERT_TRUE(server.serving());
+  ReflectionStream stream(server.new_client()->channel());
+  const auto health = file_containing(stream, "grpc.health.v1.Health");
+  EXPECT_EQ(health.package(), "grpc.health.v1");
+  EXPECT_TRUE(has_service(health, "Health"));
+}
+
+// The protoset the build writes, for tools without reflection: both services, with imports.
+TEST(Protoset, HoldsTheServiceAndTheHealthService) {
+  google::protobuf::FileDescriptorSet set;
+  ASSERT_TRUE(set.ParseFromString(read_file_bytes(svdserve::test::protoset())))
+      << svdserve::test::protoset();
+  bool svdserve = false;
+  bool health = false;
+  for (const auto& file : set.file()) {
+    svdserve |= file.package() == "svdserve.v1" && has_service(file, "SvdServe");
+    health |= file.package() == "grpc.health.v1" && has_service(file, "Health");
+  }
+  EXPECT_TRUE(svdserve);
+  EXPECT_TRUE(health);
+}
+
+// The ghz configs the repository ships: each calls a method the protoset describes, and runs a
+// count of requests rather than a duration (at the end of a duration ghz cancels the calls in
+// flight and reports them as errors).
+TEST(GhzConfigs, CountRequestsAndCallMethodsTheServerHas) {
+  google::protobuf::FileDescriptorSet set;
+  ASSERT_TRUE(set.ParseFromString(read_file_bytes(svdserve::test::protoset())));
+  std::set<std::string> methods;
+  for (const auto& file : set.file()) {
+    for (const auto& service : file.service()) {
+      for (const auto& method : service.method()) {
+        methods.insert(file.package() + "." + service.name() + "." + method.name());
+      }
+    }
+  }
+  const std::filesystem::path folder =
+      std::filesystem::path(svdserve::test::source_dir()) / "config" / "ghz";
+  int configs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().extension() != ".json") continue;
+    ++configs;
+    const std::string text = read_file_bytes(entry.path().string());
+    std::smatch call;
+    ASSERT_TRUE(std::regex_search(text, call, std::regex(R"re("call"\s*:\s*"([^"]+)")re")))
+        << entry.path();
+    EXPECT_TRUE(methods.contains(call[1].str())) << entry.path() << " calls " << call[1];
+    EXPECT_EQ(text.find("\"duration\""), std::string::npos) << entry.path();
+    EXPECT_NE(text.find("\"total\""), std::string::npos) << entry.path();
+    EXPECT_NE(text.find("\"max-recv-message-size\""), std::string::npos) << entry.path();
+  }
+  EXPECT_GE(configs, 3);
 }
 
 }  // namespace

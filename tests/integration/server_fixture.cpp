@@ -14,13 +14,6 @@ ClientOptions waiting_client_options() {
   return options;
 }
 
-std::vector<std::string> server_arguments(const std::string& address,
-                                          const std::vector<std::string>& extra) {
-  std::vector<std::string> args{"--listen", address, "--backend", "cpu", "--log-level", "info"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
 }  // namespace
 
 v1::ServerConfig test_config() {
@@ -44,14 +37,6 @@ std::string read_file_bytes(const std::string& path) {
 
 std::string read_test_image(const std::string& name) {
   return read_file_bytes(std::string(svdserve::test::test_images_dir()) + "/" + name);
-}
-
-ServerProcess::ServerProcess(const std::vector<std::string>& args)
-    : address_("127.0.0.1:" + std::to_string(free_port())),
-      process_(svdserve::test::server_binary(), server_arguments(address_, args)),
-      client_(address_, waiting_client_options()) {
-  const auto health = client_.health();
-  serving_ = health.ok() && *health == HealthStatus::serving;
 }
 
 void ServerFixture::start(v1::ServerConfig config) {

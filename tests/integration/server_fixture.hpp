@@ -6,10 +6,8 @@
 
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "client/client.hpp"
-#include "process.hpp"
 #include "server/process/config.hpp"
 #include "server/process/server.hpp"
 
@@ -32,25 +30,6 @@ class ServerFixture : public ::testing::Test {
 
   std::unique_ptr<Server> server_;
   std::unique_ptr<Client> client_;
-};
-
-// The real svdserve binary (CPU backend) on a free loopback port, SERVING once constructed
-// (serving() says whether it got there). `args` are added to the command line.
-class ServerProcess {
- public:
-  explicit ServerProcess(const std::vector<std::string>& args = {});
-
-  [[nodiscard]] bool serving() const noexcept { return serving_; }
-  [[nodiscard]] const std::string& address() const noexcept { return address_; }
-  [[nodiscard]] Process& process() noexcept { return process_; }
-  // A client with a 60 s deadline per call.
-  [[nodiscard]] const Client& client() const noexcept { return client_; }
-
- private:
-  std::string address_;
-  Process process_;
-  Client client_;
-  bool serving_ = false;
 };
 
 }  // namespace svdserve::testing

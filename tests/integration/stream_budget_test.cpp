@@ -1,7 +1,7 @@
-// Many ReconstructStream calls at once, over real gRPC, are held to the server's shared stream
-// budget (server/grpc/stream_budget.hpp): clients that send and do not read make the server stop
-// reading their requests once the streams together hold their share of the host buffer pool,
-// instead of admitting every item (and refusing what overflows the compute queue with
+// Many ReconstructStream calls at once, over real gRPC, are held to the server's budget for
+// response bytes not yet sent (server/grpc/unsent_bytes_budget.hpp): clients that send and do not
+// read make their streams wait in line for bytes once the answers held fill the budget, instead
+// of admitting every item (and refusing what overflows the compute queue with
 // RESOURCE_EXHAUSTED). Once the clients read, every item is answered, in order; cancelled or
 // shut down, the streams give the whole budget back.
 
@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "server_fixture.hpp"
@@ -36,8 +37,8 @@ struct Call {
 
 class StreamBudgetTest : public ServerFixture {
  protected:
-  // Queue 32 (16 requests computing for the streams) and a pool of 32 MiB (16 MiB of unwritten
-  // answers, about 5): each stream alone may hold 64 answers or 64 MiB.
+  // Queue 32 (16 requests computing for the streams) and a pool of 32 MiB (as many bytes of
+  // unsent answers, about 10): each stream alone may hold 64 answers or 64 MiB.
   void start_small() {
     v1::ServerConfig config = test_config();
     config.set_queue_capacity(32);
@@ -68,22 +69,27 @@ class StreamBudgetTest : public ServerFixture {
   }
 
   // What the streams hold once the server has done all it will without the clients reading:
-  // every stream has stopped reading requests (it waits for its client to take an answer) and
-  // every request read is computed, so nothing moves until a client reads.
-  StreamBudgetSample settled() const {
-    const bool reached = server_->stream_budget().wait_until(
-        [](const StreamBudgetSample& s) {
-          return s.waiting_streams == static_cast<uint64_t>(kStreams) && s.computing == 0;
+  // every stream waits in line for the bytes of its next answer and nothing is computing, so
+  // nothing moves until a client reads.
+  UnsentBytesSample settled() const {
+    const bool reached = server_->unsent_bytes().wait_until(
+        [](const UnsentBytesSample& s) {
+          return s.waiting_calls == static_cast<uint64_t>(kStreams);
         },
         kPatience);
-    EXPECT_TRUE(reached) << "the streams never all waited for their clients";
-    return server_->stream_budget().sample();
+    EXPECT_TRUE(reached) << "the streams never all waited for bytes";
+    EXPECT_TRUE(server_->stream_budget().wait_until(
+        [](const StreamBudgetSample& s) { return s.computing == 0; }, kPatience));
+    return server_->unsent_bytes().sample();
   }
 
   void expect_budget_given_back() const {
+    EXPECT_TRUE(server_->unsent_bytes().wait_until(
+        [](const UnsentBytesSample& s) { return s.held_bytes == 0 && s.waiting_calls == 0; },
+        kPatience))
+        << server_->unsent_bytes().sample().held_bytes << " bytes still held";
     const StreamBudgetSample after = server_->stream_budget().sample();
     EXPECT_EQ(after.computing, 0u);
-    EXPECT_EQ(after.unwritten_bytes, 0u);
     EXPECT_EQ(after.waiting_streams, 0u);
   }
 };
@@ -91,37 +97,43 @@ class StreamBudgetTest : public ServerFixture {
 TEST_F(StreamBudgetTest, StreamsThatDoNotReadWaitAtTheBudgetThenAnswerEverything) {
   start_small();
   auto calls = open_streams();
-  const StreamBudgetSample held = settled();
-  EXPECT_EQ(held.max_unwritten_bytes, 16u << 20);
-  // The streams read up to the budget (more than one answer each: 4 answers are 12 MiB)...
-  EXPECT_GE(held.unwritten_bytes, held.max_unwritten_bytes);
-  // ...and past it by at most one answer a stream. Without the budget each stream would hold
-  // up to 64 MiB, and items past the queue's 32 would be refused.
-  EXPECT_LE(held.unwritten_bytes, held.max_unwritten_bytes + kStreams * kAnswerBytes);
+  const UnsentBytesSample held = settled();
+  EXPECT_EQ(held.budget_bytes, 32u << 20);
+  // The streams hold answers up to the budget (more than one each: 4 answers are 12 MiB), and
+  // never past it. Without it each stream would hold up to 64 MiB, and items past the queue's 32
+  // would be refused.
+  EXPECT_GT(held.held_bytes + kAnswerBytes, held.budget_bytes);
+  EXPECT_LE(held.held_bytes, held.budget_bytes);
 
+  // Each stream read on its own thread, as a client must: one left unread would hold bytes the
+  // others wait for.
+  std::vector<std::jthread> readers;
   for (int s = 0; s < kStreams; ++s) {
-    Stream& stream = *calls[s]->stream;
-    ASSERT_TRUE(stream.WritesDone());
-    v1::ReconstructStreamResponse answer;
-    int received = 0;
-    while (stream.Read(&answer)) {
-      ASSERT_EQ(answer.status().code(), 0)
-          << "stream " << s << " item " << received << ": " << answer.status().message();
-      EXPECT_EQ(answer.result().rank(), static_cast<uint32_t>(1 + received % 2));
-      EXPECT_EQ(answer.result().pixels().size(), kAnswerBytes);
-      ++received;
-    }
-    const grpc::Status status = stream.Finish();
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    EXPECT_EQ(received, kRequests) << "stream " << s;
+    readers.emplace_back([&calls, s] {
+      Stream& stream = *calls[s]->stream;
+      EXPECT_TRUE(stream.WritesDone());
+      v1::ReconstructStreamResponse answer;
+      int received = 0;
+      while (stream.Read(&answer)) {
+        EXPECT_EQ(answer.status().code(), 0)
+            << "stream " << s << " item " << received << ": " << answer.status().message();
+        EXPECT_EQ(answer.result().rank(), static_cast<uint32_t>(1 + received % 2));
+        EXPECT_EQ(answer.result().pixels().size(), kAnswerBytes);
+        ++received;
+      }
+      const grpc::Status status = stream.Finish();
+      EXPECT_TRUE(status.ok()) << status.error_message();
+      EXPECT_EQ(received, kRequests) << "stream " << s;
+    });
   }
+  readers.clear();  // joins
   expect_budget_given_back();
 }
 
 TEST_F(StreamBudgetTest, CancelledStreamsGiveTheBudgetBack) {
   start_small();
   auto calls = open_streams();
-  EXPECT_GT(settled().unwritten_bytes, 0u);
+  EXPECT_GT(settled().held_bytes, 0u);
   for (auto& call : calls) call->context.TryCancel();
   for (auto& call : calls) {
     v1::ReconstructStreamResponse answer;
@@ -130,18 +142,13 @@ TEST_F(StreamBudgetTest, CancelledStreamsGiveTheBudgetBack) {
     EXPECT_EQ(call->stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
   // The server learns of the cancellations on its own threads.
-  EXPECT_TRUE(server_->stream_budget().wait_until(
-      [](const StreamBudgetSample& s) {
-        return s.computing == 0 && s.unwritten_bytes == 0 && s.waiting_streams == 0;
-      },
-      kPatience));
   expect_budget_given_back();
 }
 
 TEST_F(StreamBudgetTest, ShutdownWithWaitingStreamsGivesTheBudgetBack) {
   start_small();
   auto calls = open_streams();
-  EXPECT_GT(settled().unwritten_bytes, 0u);
+  EXPECT_GT(settled().held_bytes, 0u);
   server_->shutdown();  // drains for 500 ms, then cancels what is left
   expect_budget_given_back();
   for (auto& call : calls) {

@@ -29,16 +29,21 @@ int run_stats(CommandContext& context, const ParsedArgs&) {
           << ")\n";
     }
   }
-  if (stats.methods_size() > 0) out << "requests\n";
-  for (const auto& method : stats.methods()) {
-    out << "  " << method.method() << ": " << method.requests();
-    std::string separator = " (";
-    for (const auto& code : method.codes()) {
-      out << separator << code.code() << " " << code.count();
-      separator = ", ";
+  const auto print_counts = [&out](const char* title, const auto& methods) {
+    if (methods.empty()) return;
+    out << title << '\n';
+    for (const auto& method : methods) {
+      out << "  " << method.method() << ": " << method.requests();
+      std::string separator = " (";
+      for (const auto& code : method.codes()) {
+        out << separator << code.code() << " " << code.count();
+        separator = ", ";
+      }
+      out << (method.codes_size() > 0 ? ")\n" : "\n");
     }
-    out << (method.codes_size() > 0 ? ")\n" : "\n");
-  }
+  };
+  print_counts("requests", stats.methods());
+  print_counts("items (of streams and batches)", stats.items());
   return to_int(ExitCode::ok);
 }
 

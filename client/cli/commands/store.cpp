@@ -37,23 +37,44 @@ constexpr int kRankWidth = 6;
 constexpr int kBytesWidth = 12;
 constexpr int kStateWidth = 10;
 
+// Follows every page of ListImages. Text rows are printed as each page comes, so that a large
+// store does not have to fit in the client's memory; --json gathers them into one answer.
 int run_list(CommandContext& context, const ParsedArgs& args) {
-  const auto result = context.client().list_images(args.has("all"));
-  if (const auto done = error_or_json(context, result)) return *done;
+  v1::ListImagesResponse gathered;
+  std::string page_token;
   std::size_t id_width = 2;
-  for (const auto& image : result->images()) id_width = std::max(id_width, image.id().size());
+  std::size_t images = 0;
   auto& out = context.out();
-  out << std::left << std::setw(static_cast<int>(id_width)) << "ID" << "  " << std::setw(kShapeWidth) << "SHAPE"
-      << std::setw(kRankWidth) << "RANK" << std::setw(kBytesWidth) << "RESIDENT" << std::setw(kStateWidth) << "STATE"
-      << "LAST USED\n";
-  for (const auto& image : result->images()) {
-    out << std::setw(static_cast<int>(id_width)) << image.id() << "  " << std::setw(kShapeWidth)
-        << shape_text(image.shape()) << std::setw(kRankWidth) << image.rank_kept() << std::setw(kBytesWidth)
-        << bytes_text(image.bytes_resident()) << std::setw(kStateWidth) << state_name(image.state())
-        << time_text(image.last_used_unix_ms()) << '\n';
+  do {
+    auto page = context.client().list_images(args.has("all"), 0, page_token);
+    if (!page) return report_error(context.err(), page.status());
+    page_token = page->next_page_token();
+    gathered.set_bytes_resident(page->bytes_resident());
+    gathered.set_budget_bytes(page->budget_bytes());
+    if (context.json()) {
+      for (auto& image : *page->mutable_images()) *gathered.add_images() = std::move(image);
+      continue;
+    }
+    if (images == 0) {
+      for (const auto& image : page->images()) id_width = std::max(id_width, image.id().size());
+      out << std::left << std::setw(static_cast<int>(id_width)) << "ID" << "  " << std::setw(kShapeWidth) << "SHAPE"
+          << std::setw(kRankWidth) << "RANK" << std::setw(kBytesWidth) << "RESIDENT" << std::setw(kStateWidth)
+          << "STATE" << "LAST USED\n";
+    }
+    for (const auto& image : page->images()) {
+      out << std::left << std::setw(static_cast<int>(id_width)) << image.id() << "  " << std::setw(kShapeWidth)
+          << shape_text(image.shape()) << std::setw(kRankWidth) << image.rank_kept() << std::setw(kBytesWidth)
+          << bytes_text(image.bytes_resident()) << std::setw(kStateWidth) << state_name(image.state())
+          << time_text(image.last_used_unix_ms()) << '\n';
+    }
+    images += static_cast<std::size_t>(page->images_size());
+  } while (!page_token.empty());
+  if (context.json()) {
+    print_json(out, gathered);
+    return to_int(ExitCode::ok);
   }
-  out << std::right << result->images_size() << " images, " << bytes_text(result->bytes_resident()) << " of "
-      << bytes_text(result->budget_bytes()) << " used\n";
+  out << std::right << images << " images, " << bytes_text(gathered.bytes_resident()) << " of "
+      << bytes_text(gathered.budget_bytes()) << " used\n";
   return to_int(ExitCode::ok);
 }
 
@@ -118,7 +139,7 @@ std::vector<Command> store_commands() {
       Command{
           .name = "list",
           .synopsis = "[--all]",
-          .summary = "list the resident images, most recently used first",
+          .summary = "list the resident images, in id order",
           .options = {{"all", "", "include evicted images"}},
           .run = run_list,
       },

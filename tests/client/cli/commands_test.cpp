@@ -164,6 +164,20 @@ TEST_F(Commands, StoreCommands) {
   auto outcome = run({"list"});
   EXPECT_EQ(outcome.code, 0);
   EXPECT_TRUE(contains(outcome.out, "a.png")) << outcome.out;
+  // The fake server answers pages of two: list follows them all.
+  for (const char* name : {"a.jpg", "sub/c.PNG"}) {
+    ASSERT_EQ(run({"decompose", (root_ / "in" / name).string(), "--id", name}).code, 0);
+  }
+  ASSERT_EQ(run({"decompose", (root_ / "in" / "a.png").string(), "--id", "z"}).code, 0);
+  outcome = run({"list"});
+  EXPECT_EQ(outcome.code, 0);
+  for (const char* id : {"a.png", "a.jpg", "sub/c.PNG", "z"}) {
+    EXPECT_TRUE(contains(outcome.out, id)) << id << " missing from\n" << outcome.out;
+  }
+  EXPECT_TRUE(contains(outcome.out, "4 images")) << outcome.out;
+  outcome = run({"--json", "list"});
+  EXPECT_EQ(outcome.code, 0);
+  EXPECT_TRUE(contains(outcome.out, "\"z\"")) << outcome.out;
   outcome = run({"--json", "info", "a.png", "--singular-values"});
   EXPECT_EQ(outcome.code, 0);
   EXPECT_TRUE(contains(outcome.out, "\"rank_kept\": 8")) << outcome.out;

@@ -11,50 +11,39 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(StreamBudget, CountsARequestsLife) {
-  StreamBudget budget(2, 100);
+  StreamBudget budget(2);
   EXPECT_TRUE(budget.has_room());
   budget.read();
-  budget.add_bytes(60);
   budget.read();
-  budget.add_bytes(30);
   EXPECT_FALSE(budget.has_room()) << "two computing of two";
   budget.computed();
   EXPECT_TRUE(budget.has_room());
-  budget.add_bytes(10);
-  EXPECT_FALSE(budget.has_room()) << "100 unwritten bytes of 100";
   budget.stopped_reading();
   StreamBudgetSample sample = budget.sample();
   EXPECT_EQ(sample.computing, 1u);
-  EXPECT_EQ(sample.unwritten_bytes, 100u);
   EXPECT_EQ(sample.waiting_streams, 1u);
   EXPECT_EQ(sample.max_computing, 2u);
-  EXPECT_EQ(sample.max_unwritten_bytes, 100u);
 
-  budget.written(60);
   budget.reading_again();
   budget.computed();
-  budget.written(40);
   sample = budget.sample();
   EXPECT_EQ(sample.computing, 0u);
-  EXPECT_EQ(sample.unwritten_bytes, 0u);
   EXPECT_EQ(sample.waiting_streams, 0u);
 }
 
 TEST(StreamBudget, WaitUntilWakesOnTheChangeThatReachesTheCondition) {
-  StreamBudget budget(8, 1000);
+  StreamBudget budget(8);
   budget.read();
   std::jthread stream([&] {
-    budget.add_bytes(10);
     budget.computed();
     budget.stopped_reading();
   });
   EXPECT_TRUE(budget.wait_until(
       [](const StreamBudgetSample& s) { return s.waiting_streams == 1 && s.computing == 0; }, 30s));
-  EXPECT_EQ(budget.sample().unwritten_bytes, 10u);
 }
 
 TEST(StreamBudget, WaitUntilGivesUpAtTheTimeout) {
-  const StreamBudget budget(8, 1000);
+  const StreamBudget budget(8);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(budget.wait_until([](const StreamBudgetSample& s) { return s.computing > 0; }, 20ms));
   EXPECT_GE(std::chrono::steady_clock::now() - start, 20ms);

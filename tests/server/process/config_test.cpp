@@ -111,6 +111,13 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_DOUBLE_EQ(config.gpu_memory_fraction(), 0.8);
   EXPECT_EQ(config.evicted_history(), 1024u);
   EXPECT_EQ(config.metrics_host(), "127.0.0.1");
+  EXPECT_EQ(config.max_images(), 1'000'000u);
+  EXPECT_EQ(config.grpc_memory_quota_bytes(), 1024u << 20);
+  EXPECT_EQ(config.max_concurrent_streams(), 100u);
+  EXPECT_EQ(config.max_connection_idle_ms(), 300'000u);
+  EXPECT_EQ(config.keepalive_time_ms(), 60'000u);
+  EXPECT_EQ(config.keepalive_timeout_ms(), 20'000u);
+  EXPECT_EQ(config.min_client_ping_interval_ms(), 10'000u);
   EXPECT_NO_THROW(validate(config));
 
   // Idempotent.
@@ -194,7 +201,23 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidField{"metrics_host", [](v1::ServerConfig& c) { c.set_metrics_host("localhost"); },
                      "metrics_host must be an IP address"},
         InvalidField{"max_batch_items", [](v1::ServerConfig& c) { c.set_max_batch_items(200'000); },
-                     "max_batch_items"}),
+                     "max_batch_items"},
+        InvalidField{"max_images", [](v1::ServerConfig& c) { c.set_max_images(200'000'000); },
+                     "max_images"},
+        InvalidField{"grpc_memory_quota_bytes",
+                     [](v1::ServerConfig& c) {
+                       c.set_grpc_memory_quota_bytes(c.max_message_bytes() - 1);
+                     },
+                     "grpc_memory_quota_bytes must be at least max_message_bytes"},
+        InvalidField{"max_concurrent_streams",
+                     [](v1::ServerConfig& c) { c.set_max_concurrent_streams(200'000); },
+                     "max_concurrent_streams"},
+        InvalidField{"keepalive_timeout_ms",
+                     [](v1::ServerConfig& c) { c.set_keepalive_timeout_ms(c.keepalive_time_ms()); },
+                     "keepalive_timeout_ms must be below keepalive_time_ms"},
+        InvalidField{"max_connection_idle_ms",
+                     [](v1::ServerConfig& c) { c.set_max_connection_idle_ms(100'000'000); },
+                     "max_connection_idle_ms"}),
     [](const auto& test_info) { return std::string(test_info.param.name); });
 
 // Port 0 asks for any free port (tests use it); the port bound is what the server reports.

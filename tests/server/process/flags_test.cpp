@@ -48,7 +48,7 @@ TEST(Flags, OverridesReachTheConfig) {
       parse({"--config", "/etc/svdserve.textproto", "--load-dir=/data", "--listen",
              "127.0.0.1:6000", "--backend=cpu", "--workers", "8", "--loaders=3", "--encoders", "6", "--cpu-compute-threads", "5",
              "--max-batch-size", "32", "--max-queue-delay-us", "250", "--queue-capacity", "64",
-             "--memory-budget-mib", "2", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100", "--metrics-host", "0.0.0.0",
+             "--memory-budget-mib", "2", "--max-images", "5000", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100", "--metrics-host", "0.0.0.0",
              "--cpu-svd", "exact", "--gpu-streams", "2", "--gpu-svd", "exact",
              "--gpu-jpeg", "off", "--drain-timeout-ms", "1500", "--lame-duck-ms", "0"});
   EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
@@ -67,6 +67,7 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_EQ(config.max_queue_delay_us(), 250u);
   EXPECT_EQ(config.queue_capacity(), 64u);
   EXPECT_EQ(config.memory_budget_bytes(), 2u << 20);
+  EXPECT_EQ(config.max_images(), 5000u);
   EXPECT_EQ(config.host_buffer_pool_bytes(), 3u << 20);
   EXPECT_EQ(config.log_level(), "debug");
   EXPECT_EQ(config.metrics_port(), 9100u);

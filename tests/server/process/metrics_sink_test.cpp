@@ -82,7 +82,7 @@ TEST(MetricsSink, StagePercentilesComeFromTheRecordedJobs) {
     times.queue_us = i;
     times.compute_us = 10.0 * i;
     times.encode_us = i % 2 ? 5.0 : 0.0;  // only jobs that encoded count for encode
-    stats.record_job(times, 100.0 * i);
+    stats.record_job("Decompose", times, 100.0 * i);
   }
 
   v1::GetStatsResponse response;
@@ -118,7 +118,7 @@ TEST(MetricsSink, LatencyWindowKeepsTheMostRecentSamples) {
     StageTimes times;
     times.queue_us = i;
     times.compute_us = 1;
-    stats.record_job(times, i);
+    stats.record_job("Decompose", times, i);
   }
   v1::GetStatsResponse response;
   stats.fill_stats(response);
@@ -159,8 +159,8 @@ TEST(MetricsSink, GetStatsAndPrometheusReadTheSameEvents) {
   sink.record_call("Decompose", static_cast<grpc::StatusCode>(99));
   StageTimes decoded{.queue_us = 30, .decode_us = 400, .compute_us = 2000};
   StageTimes encoded{.queue_us = 10, .compute_us = 800, .encode_us = 70};
-  sink.record_job(decoded, 2500);
-  sink.record_job(encoded, 900);
+  sink.record_job("Decompose", decoded, 2500);
+  sink.record_job("Reconstruct", encoded, 900);
   sink.record_batch(2);
   sink.record_batch(5);
 
@@ -179,25 +179,31 @@ TEST(MetricsSink, GetStatsAndPrometheusReadTheSameEvents) {
   EXPECT_EQ(count_of(*decompose, "CODE_99"), 1u);
   EXPECT_EQ(sample(text, R"(svdserve_requests_total{code="CODE_99",method="Decompose"})"), 1);
 
+  // GetStats over every method; /metrics by method.
   for (const auto& [stage, jobs] :
        {std::pair{"queue", 2}, {"decode", 1}, {"compute", 2}, {"encode", 1}, {"total", 2}}) {
     SCOPED_TRACE(stage);
     const v1::LatencyPercentiles* latency = find_stage(response, stage);
     ASSERT_NE(latency, nullptr);
     EXPECT_EQ(latency->samples(), static_cast<uint64_t>(jobs));
-    const std::string series = std::string("svdserve_stage_duration_seconds_count{stage=\"") +
-                               stage + "\"}";
-    EXPECT_EQ(sample(text, series), jobs);
+    const auto series = [stage](const char* method) {
+      return std::string("svdserve_stage_duration_seconds_count{method=\"") + method +
+             "\",stage=\"" + stage + "\"}";
+    };
+    const double decompose_jobs = sample(text, series("Decompose"));
+    const double reconstruct_jobs = sample(text, series("Reconstruct"));
+    EXPECT_EQ(std::max(decompose_jobs, 0.0) + std::max(reconstruct_jobs, 0.0), jobs);
   }
   EXPECT_DOUBLE_EQ(find_stage(response, "compute")->max_us(), 2000.0);
-  EXPECT_NEAR(sample(text, R"(svdserve_stage_duration_seconds_sum{stage="compute"})"), 2800e-6,
-              1e-12);
+  EXPECT_NEAR(
+      sample(text, R"(svdserve_stage_duration_seconds_sum{method="Decompose",stage="compute"})"),
+      2000e-6, 1e-12);
   // 400 us falls in the bucket bounded by 400 us (50 us doubling), not below it.
-  EXPECT_EQ(sample(text, R"(svdserve_stage_duration_seconds_bucket{stage="decode",le="0.0002"})"),
+  EXPECT_EQ(sample(text, R"(svdserve_stage_duration_seconds_bucket{method="Decompose",stage="decode",le="0.0002"})"),
             0);
-  EXPECT_EQ(sample(text, R"(svdserve_stage_duration_seconds_bucket{stage="decode",le="0.0004"})"),
+  EXPECT_EQ(sample(text, R"(svdserve_stage_duration_seconds_bucket{method="Decompose",stage="decode",le="0.0004"})"),
             1);
-  EXPECT_EQ(sample(text, R"(svdserve_stage_duration_seconds_bucket{stage="decode",le="+Inf"})"),
+  EXPECT_EQ(sample(text, R"(svdserve_stage_duration_seconds_bucket{method="Decompose",stage="decode",le="+Inf"})"),
             1);
 
   EXPECT_EQ(response.batches(), 2u);
@@ -217,8 +223,8 @@ TEST(MetricsSink, PrometheusTextShowsTheLiveValues) {
   live.budget_bytes = 1 << 20;
   live.evictions = 4;
   live.host_buffers.fallbacks = 6;
-  live.streams = {.computing = 7, .unwritten_bytes = 8, .max_computing = 9,
-                  .max_unwritten_bytes = 10};
+  live.streams = {.computing = 7, .max_computing = 9};
+  live.unsent = {.held_bytes = 8, .budget_bytes = 10, .waiting_calls = 11};
   const std::string text = prometheus_text(MetricsSink().totals(), live);
   EXPECT_EQ(sample(text, R"(svdserve_queue_depth{queue="decode"})"), 3);
   EXPECT_EQ(sample(text, R"(svdserve_queue_depth{queue="compute"})"), 0);
@@ -227,10 +233,43 @@ TEST(MetricsSink, PrometheusTextShowsTheLiveValues) {
   EXPECT_EQ(sample(text, "svdserve_memory_budget_bytes"), 1 << 20);
   EXPECT_EQ(sample(text, "svdserve_evictions_total"), 4);
   EXPECT_EQ(sample(text, R"(svdserve_host_buffers_total{source="fallback"})"), 6);
-  EXPECT_EQ(sample(text, R"(svdserve_stream_requests_computing{state="held"})"), 7);
-  EXPECT_EQ(sample(text, R"(svdserve_stream_unwritten_bytes{state="budget"})"), 10);
+  EXPECT_EQ(sample(text, "svdserve_stream_requests_computing"), 7);
+  EXPECT_EQ(sample(text, "svdserve_stream_requests_computing_budget"), 9);
+  EXPECT_EQ(sample(text, "svdserve_unsent_bytes"), 8);
+  EXPECT_EQ(sample(text, "svdserve_unsent_bytes_budget"), 10);
+  EXPECT_EQ(sample(text, "svdserve_calls_waiting_for_unsent_bytes"), 11);
   EXPECT_EQ(text.find("svdserve_gpu_"), std::string::npos) << "no device, no GPU gauges";
   EXPECT_EQ(sample(text, "svdserve_batch_size_count"), 0);
+}
+
+// Every series of the labels given is there from the start, at zero; GetStats shows only what
+// happened.
+TEST(MetricsSink, TheLabelsGivenStartAtZero) {
+  MetricLabels labels;
+  labels.methods = {"Reconstruct", "Echo"};
+  labels.item_methods = {"ReconstructStream"};
+  labels.job_methods = {"Reconstruct"};
+  labels.codes = {grpc::StatusCode::OK, grpc::StatusCode::NOT_FOUND};
+  MetricsSink sink(labels);
+  sink.record_item("ReconstructStream", grpc::StatusCode::NOT_FOUND);
+
+  const std::string text = prometheus_text(sink.totals(), LiveValues{});
+  EXPECT_EQ(sample(text, R"(svdserve_requests_total{code="OK",method="Echo"})"), 0);
+  EXPECT_EQ(sample(text, R"(svdserve_requests_total{code="NOT_FOUND",method="Reconstruct"})"), 0);
+  EXPECT_EQ(sample(text, R"(svdserve_items_total{code="OK",method="ReconstructStream"})"), 0);
+  EXPECT_EQ(sample(text, R"(svdserve_items_total{code="NOT_FOUND",method="ReconstructStream"})"),
+            1);
+  EXPECT_EQ(sample(text, R"(svdserve_stage_duration_seconds_count{method="Reconstruct",stage="encode"})"),
+            0);
+
+  v1::GetStatsResponse response;
+  sink.fill_stats(response);
+  EXPECT_EQ(response.methods_size(), 0);
+  ASSERT_EQ(response.items_size(), 1);
+  EXPECT_EQ(response.items(0).method(), "ReconstructStream");
+  EXPECT_EQ(response.items(0).requests(), 1u);
+  ASSERT_EQ(response.items(0).codes_size(), 1);
+  EXPECT_EQ(response.items(0).codes(0).code(), "NOT_FOUND");
 }
 
 }  // namespace

@@ -24,6 +24,17 @@ std::shared_ptr<const Factors> factors_of(std::size_t bytes, uint32_t rank = 4) 
   return fakes::make_test_factors(kShape, rank, bytes);
 }
 
+// A store that counts the factors' bytes alone, so that the policies read in round numbers.
+FactorStoreLimits factors_only(std::size_t budget, FullStoreAction when_full,
+                               std::size_t evicted_history) {
+  FactorStoreLimits limits;
+  limits.budget_bytes = budget;
+  limits.when_full = when_full;
+  limits.evicted_history = evicted_history;
+  limits.entry_cost = {.bytes = 0, .bytes_per_id_byte = 0};
+  return limits;
+}
+
 Ids resident_ids(const FactorStore& store) {
   Ids ids;
   for (const auto& info : store.list(false)) ids.push_back(info.id);
@@ -43,7 +54,7 @@ std::string error_message(F&& f) {
 }
 
 TEST(FactorStore, AccountsBytesAndImages) {
-  FactorStore store(kBudget, FullStoreAction::evict_lru, kHistory);
+  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kHistory));
   EXPECT_EQ(store.budget_bytes(), kBudget);
   EXPECT_EQ(store.bytes_resident(), 0u);
   EXPECT_TRUE(store.insert("a", factors_of(30)).empty());
@@ -64,7 +75,7 @@ TEST(FactorStore, AccountsBytesAndImages) {
 }
 
 TEST(FactorStore, EvictsLeastRecentlyUsedAndFindRefreshesRecency) {
-  FactorStore store(kBudget, FullStoreAction::evict_lru, kHistory);
+  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kHistory));
   (void)store.insert("a", factors_of(30));
   (void)store.insert("b", factors_of(30));
   (void)store.insert("c", factors_of(30));
@@ -88,7 +99,7 @@ TEST(FactorStore, EvictsLeastRecentlyUsedAndFindRefreshesRecency) {
 }
 
 TEST(FactorStore, RejectPolicyThrowsAndLeavesContentsUntouched) {
-  FactorStore store(kBudget, FullStoreAction::reject, kHistory);
+  FactorStore store(factors_only(kBudget, FullStoreAction::reject, kHistory));
   const auto a = factors_of(60);
   (void)store.insert("a", a);
   const std::string message =
@@ -110,7 +121,7 @@ TEST(FactorStore, RejectPolicyThrowsAndLeavesContentsUntouched) {
 
 TEST(FactorStore, ImageLargerThanTheWholeBudgetIsRejectedUnderEitherPolicy) {
   for (FullStoreAction action : {FullStoreAction::evict_lru, FullStoreAction::reject}) {
-    FactorStore store(kBudget, action, kHistory);
+    FactorStore store(factors_only(kBudget, action, kHistory));
     (void)store.insert("small", factors_of(10));
     const std::string message =
         error_message<ResourceExhausted>([&] { (void)store.insert("huge", factors_of(101)); });
@@ -123,7 +134,7 @@ TEST(FactorStore, ImageLargerThanTheWholeBudgetIsRejectedUnderEitherPolicy) {
 
 TEST(FactorStore, InsertingAnExistingIdReplacesItsFactors) {
   for (FullStoreAction action : {FullStoreAction::evict_lru, FullStoreAction::reject}) {
-    FactorStore store(kBudget, action, kHistory);
+    FactorStore store(factors_only(kBudget, action, kHistory));
     (void)store.insert("a", factors_of(40));
     (void)store.insert("b", factors_of(40));
     // 40 + 60 fits once a's old 40 bytes are freed: no eviction, no rejection.
@@ -139,7 +150,7 @@ TEST(FactorStore, InsertingAnExistingIdReplacesItsFactors) {
 }
 
 TEST(FactorStore, EvictedIdsAreRememberedAndFindSaysSo) {
-  FactorStore store(kBudget, FullStoreAction::evict_lru, kHistory);
+  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kHistory));
   (void)store.insert("old", factors_of(60, 5));
   EXPECT_EQ(store.insert("new", factors_of(60)), (Ids{"old"}));
 
@@ -173,7 +184,7 @@ TEST(FactorStore, EvictedIdsAreRememberedAndFindSaysSo) {
 }
 
 TEST(FactorStore, EraseFreesResidentAndForgetsEvicted) {
-  FactorStore store(kBudget, FullStoreAction::evict_lru, kHistory);
+  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kHistory));
   (void)store.insert("a", factors_of(60));
   (void)store.insert("b", factors_of(30));
   EXPECT_EQ(store.insert("c", factors_of(60)), (Ids{"a"}));
@@ -195,7 +206,7 @@ TEST(FactorStore, EraseFreesResidentAndForgetsEvicted) {
 
 TEST(FactorStore, EvictedHistoryIsBounded) {
   constexpr std::size_t kSmallHistory = 2;
-  FactorStore store(kBudget, FullStoreAction::evict_lru, kSmallHistory);
+  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kSmallHistory));
   for (const char* id : {"a", "b", "c", "d", "e"}) (void)store.insert(id, factors_of(kBudget));
   EXPECT_EQ(store.evictions(), 4u);
 
@@ -211,7 +222,7 @@ TEST(FactorStore, EvictedHistoryIsBounded) {
 }
 
 TEST(FactorStore, ZeroHistoryRemembersNothing) {
-  FactorStore store(kBudget, FullStoreAction::evict_lru, 0);
+  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, 0));
   (void)store.insert("a", factors_of(kBudget));
   EXPECT_EQ(store.insert("b", factors_of(kBudget)), (Ids{"a"}));
   EXPECT_FALSE(store.info("a"));
@@ -221,7 +232,7 @@ TEST(FactorStore, ZeroHistoryRemembersNothing) {
 TEST(FactorStore, ConcurrentUseKeepsTheBudget) {
   constexpr std::size_t kThreads = 4;
   constexpr int kOperations = 2000;
-  FactorStore store(1000, FullStoreAction::evict_lru, 16);
+  FactorStore store(factors_only(1000, FullStoreAction::evict_lru, 16));
   std::atomic<int> not_found{0};
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < kThreads; ++t) {
@@ -247,6 +258,90 @@ TEST(FactorStore, ConcurrentUseKeepsTheBudget) {
   EXPECT_LE(store.bytes_resident(), store.budget_bytes());
   EXPECT_EQ(listed_bytes, store.bytes_resident());
   EXPECT_EQ(store.list(false).size(), store.images_resident());
+}
+
+// The budget counts what an image holds besides its factors: its entry and its id.
+TEST(FactorStore, EachImageCountsItsEntryAndIdBesideItsFactors) {
+  FactorStoreLimits limits;  // the measured entry cost
+  limits.budget_bytes = 1 << 20;
+  FactorStore store(limits);
+  const std::string id(256, 'i');
+  const auto factors = factors_of(100);
+  const std::size_t expected =
+      100 + limits.entry_cost.bytes + limits.entry_cost.bytes_per_id_byte * id.size();
+  EXPECT_GT(expected, 100 + 2 * id.size());
+  EXPECT_EQ(store.counted_bytes(id, *factors), expected);
+  (void)store.insert(id, factors);
+  EXPECT_EQ(store.bytes_resident(), expected);
+  EXPECT_EQ(store.info(id)->bytes, expected);
+  EXPECT_EQ(store.erase(id), expected);
+  EXPECT_EQ(store.bytes_resident(), 0u);
+}
+
+TEST(FactorStore, ManyTinyImagesAreEvictedForTheirEntries) {
+  FactorStoreLimits limits;  // the measured entry cost
+  limits.budget_bytes = 64 * 1024;
+  limits.evicted_history = 0;
+  FactorStore store(limits);
+  for (int i = 0; i < 1000; ++i) (void)store.insert(std::to_string(i), factors_of(12));
+  EXPECT_LE(store.bytes_resident(), limits.budget_bytes);
+  EXPECT_LT(store.images_resident(), 64u) << "at least 1 KiB an image, whatever its factors";
+  EXPECT_EQ(store.evictions(), 1000u - store.images_resident());
+}
+
+TEST(FactorStore, MaxImagesEvictsTheLeastRecentlyUsed) {
+  FactorStoreLimits limits = factors_only(kBudget, FullStoreAction::evict_lru, kHistory);
+  limits.max_images = 3;
+  FactorStore store(limits);
+  for (const char* id : {"a", "b", "c"}) (void)store.insert(id, factors_of(1));
+  (void)store.find("a");
+  EXPECT_EQ(store.insert("d", factors_of(1)), (Ids{"b"}));
+  EXPECT_EQ(resident_ids(store), (Ids{"d", "a", "c"}));
+  EXPECT_TRUE(store.insert("a", factors_of(2)).empty()) << "a replacement adds no image";
+  EXPECT_EQ(store.images_resident(), 3u);
+}
+
+TEST(FactorStore, MaxImagesRejectsUnderTheRejectPolicy) {
+  FactorStoreLimits limits = factors_only(kBudget, FullStoreAction::reject, kHistory);
+  limits.max_images = 2;
+  FactorStore store(limits);
+  (void)store.insert("a", factors_of(1));
+  (void)store.insert("b", factors_of(1));
+  const std::string message =
+      error_message<ResourceExhausted>([&] { (void)store.insert("c", factors_of(1)); });
+  EXPECT_NE(message.find("max_images (2)"), std::string::npos) << message;
+  EXPECT_EQ(resident_ids(store), (Ids{"b", "a"}));
+  EXPECT_TRUE(store.insert("a", factors_of(5)).empty()) << "a replacement adds no image";
+}
+
+Ids page_ids(const StoredImagePage& page) {
+  Ids ids;
+  for (const auto& info : page.images) ids.push_back(info.id);
+  return ids;
+}
+
+TEST(FactorStore, PagesGoInIdOrderFromTheLastIdOfThePageBefore) {
+  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kHistory));
+  for (const char* id : {"d", "b", "a", "c", "e"}) (void)store.insert(id, factors_of(20));
+  (void)store.find("a");
+  (void)store.find("d");
+  EXPECT_EQ(store.insert("f", factors_of(20)), (Ids{"b"}));  // the least recently used
+
+  StoredImagePage first = store.list_page("", 2, false);
+  EXPECT_EQ(page_ids(first), (Ids{"a", "c"}));
+  EXPECT_EQ(first.next_after, "c");
+  // Images that come and go between pages do not shift the next one.
+  (void)store.erase("d");
+  (void)store.insert("aa", factors_of(1));
+  StoredImagePage second = store.list_page(first.next_after, 2, false);
+  EXPECT_EQ(page_ids(second), (Ids{"e", "f"}));
+  EXPECT_EQ(second.next_after, "") << "nothing follows";
+
+  StoredImagePage with_evicted = store.list_page("", 10, true);
+  EXPECT_EQ(page_ids(with_evicted), (Ids{"a", "aa", "b", "c", "e", "f"}));
+  EXPECT_FALSE(with_evicted.images[2].resident);
+  EXPECT_EQ(with_evicted.next_after, "");
+  EXPECT_TRUE(store.list_page("f", 10, true).images.empty());
 }
 
 }  // namespace

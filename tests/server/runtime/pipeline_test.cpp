@@ -30,6 +30,17 @@
 namespace svdserve {
 namespace {
 
+// A store that counts the factors' bytes alone (no entry cost), as the fakes report them.
+FactorStoreLimits store_limits(std::size_t budget, FullStoreAction when_full,
+                               std::size_t evicted_history) {
+  FactorStoreLimits limits;
+  limits.budget_bytes = budget;
+  limits.when_full = when_full;
+  limits.evicted_history = evicted_history;
+  limits.entry_cost = {.bytes = 0, .bytes_per_id_byte = 0};
+  return limits;
+}
+
 using namespace std::chrono_literals;
 
 const std::filesystem::path kImages = svdserve::test::test_images_dir();
@@ -390,7 +401,7 @@ double rms_difference(const ImageF32& image, const std::string& interleaved) {
 // Counts what the pipeline reports.
 class CountingMetrics final : public PipelineMetrics {
  public:
-  void record_job(const StageTimes& times, double total_us) override {
+  void record_job(std::string_view, const StageTimes& times, double total_us) override {
     std::lock_guard lock(mutex_);
     ++jobs_;
     if (times.compute_us <= 0 || total_us < times.compute_us) ++inconsistent_;
@@ -431,7 +442,7 @@ class CountingMetrics final : public PipelineMetrics {
 class CpuPipeline : public ::testing::Test {
  protected:
   std::unique_ptr<Backend> backend_ = make_cpu_backend({.threads = 2});
-  FactorStore store_{std::size_t{1} << 30, FullStoreAction::evict_lru, 64};
+  FactorStore store_{store_limits(std::size_t{1} << 30, FullStoreAction::evict_lru, 64)};
   CountingMetrics metrics_;
   Completions completions_;
 };
@@ -617,7 +628,7 @@ TEST_F(CpuPipeline, CompressMatchesDecomposeThenReconstruct) {
 class FakePipeline : public ::testing::Test {
  protected:
   FakeBackend backend_;
-  FactorStore store_{std::size_t{1} << 30, FullStoreAction::evict_lru, 64};
+  FactorStore store_{store_limits(std::size_t{1} << 30, FullStoreAction::evict_lru, 64)};
   CountingMetrics metrics_;
   Completions completions_;
   std::deque<std::string> inputs_;  // requests outlive their jobs
@@ -940,8 +951,8 @@ TEST_F(FakePipeline, DecodeErrorsFailOnlyTheirJob) {
 TEST_F(FakePipeline, StoreOutcomesReachTheJob) {
   // Room for exactly one small image: the second evicts the first.
   const std::size_t one_image = factor_bytes_f32(kSmall, 4);
-  FactorStore tight(one_image, FullStoreAction::evict_lru, 8);
-  FactorStore refusing(one_image, FullStoreAction::reject, 8);
+  FactorStore tight(store_limits(one_image, FullStoreAction::evict_lru, 8));
+  FactorStore refusing(store_limits(one_image, FullStoreAction::reject, 8));
   {
     Pipeline pipeline(small_options(), backend_, tight, metrics_);
     submit(pipeline, decompose_job(small_input(1), "first", 4), "first");
