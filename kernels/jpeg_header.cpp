@@ -32,10 +32,15 @@ constexpr uint8_t kFirstRestart = 0xD0, kLastRestart = 0xD7;
   }
 }
 
-[[nodiscard]] bool ends_with_end_of_image(std::span<const std::byte> bytes) noexcept {
-  std::size_t end = bytes.size();
-  while (end > 0 && at(bytes, end - 1) == 0x00) --end;  // some encoders pad with zeros
-  return end >= 2 && at(bytes, end - 2) == kMarkerPrefix && at(bytes, end - 1) == kEndOfImage;
+// Whether an end-of-image marker follows `from`. Searched from the end: bytes after it (camera
+// makers' trailers, padding) are allowed, as libjpeg allows them; a file cut off in its scan has
+// none, since entropy-coded data stuffs every 0xFF with 0x00.
+[[nodiscard]] bool has_end_of_image_after(std::span<const std::byte> bytes,
+                                          std::size_t from) noexcept {
+  for (std::size_t end = bytes.size(); end >= from + 2; --end) {
+    if (at(bytes, end - 2) == kMarkerPrefix && at(bytes, end - 1) == kEndOfImage) return true;
+  }
+  return false;
 }
 
 // Tables defined so far, by id (0..3).
@@ -125,7 +130,7 @@ std::optional<JpegHeader> read_jpeg_header(std::span<const std::byte> bytes) noe
       frame.width = big_endian16(segment, 3);
       frame.components = at(segment, 5);
       frame.coding = coding_of(marker);
-      frame.complete = ends_with_end_of_image(bytes);
+      frame.complete = has_end_of_image_after(bytes, position);
       // Height 0 defers it to a DNL marker after the first scan: not known from the header.
       if (frame.height == 0 || frame.width == 0 || frame.components == 0) return std::nullopt;
       header = frame;

@@ -23,7 +23,7 @@ struct JpegHeader {
   uint32_t components = 0;  // 1 grey, 3 YCbCr (or RGB), 4 CMYK/YCCK
   uint32_t precision = 0;   // bits per sample
   JpegCoding coding = JpegCoding::other;
-  // The stream ends in an EOI marker (trailing zero padding allowed): a truncated upload does not.
+  // An EOI marker follows the frame header (bytes after it allowed): a truncated upload has none.
   bool complete = false;
   // Everything up to the first scan's data is well formed: quantisation and Huffman tables that
   // can be built, a frame header whose components name defined tables, and a scan header that

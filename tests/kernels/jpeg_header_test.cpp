@@ -71,6 +71,20 @@ TEST(JpegHeader, ATruncatedJpegIsIncomplete) {
   EXPECT_TRUE(header_of(padded)->complete);
 }
 
+// Cameras and editors append trailers after the end marker; libjpeg decodes such files, and so
+// must the server. A cut-off file with bytes appended is still incomplete.
+TEST(JpegHeader, BytesAfterTheEndMarkerAreAllowed) {
+  const std::string trailer = "a maker's trailer \xff\x00 after the image";
+  std::vector<uint8_t> trailed = encode(noise(64, 64, CV_8UC3));
+  trailed.insert(trailed.end(), trailer.begin(), trailer.end());
+  EXPECT_TRUE(header_of(trailed)->complete);
+
+  std::vector<uint8_t> cut = encode(noise(64, 64, CV_8UC3));
+  cut.resize(cut.size() / 2);
+  cut.insert(cut.end(), trailer.begin(), trailer.end());
+  EXPECT_FALSE(header_of(cut)->complete);
+}
+
 TEST(JpegHeader, ReadsTheDeclaredSizeOfAHugeImageWithoutDecodingIt) {
   std::vector<uint8_t> bytes = encode(noise(8, 8, CV_8UC1));
   // Rewrite the frame header's height and width to 32768 x 65535.

@@ -109,6 +109,17 @@ TEST(ImageCodecJpeg, AJpegWithDamagedTablesGoesToOpenCvAndIsInvalidArgument) {
                InvalidArgument);
 }
 
+TEST(ImageCodecJpeg, BytesAfterTheEndMarkerDecodeAsTheImage) {
+  const cv::Mat image = noise(48, 64, CV_8UC3);  // rows, columns
+  std::vector<uint8_t> bytes = encode_jpeg(image);
+  const DecodedImage plain = decode_image(source_of(bytes), ImageLimits{}, nullptr);
+  bytes.insert(bytes.end(), 300, 0x5a);  // a trailer after the end marker
+  const DecodedImage trailed = decode_image(source_of(bytes), ImageLimits{}, nullptr);
+  EXPECT_EQ(trailed.shape.width, 64U);
+  EXPECT_EQ(trailed.shape.height, 48U);
+  EXPECT_EQ(trailed.samples, plain.samples);
+}
+
 TEST(ImageCodecJpeg, ATruncatedJpegIsRefusedWhoeverWouldDecodeIt) {
   std::vector<uint8_t> bytes = encode_jpeg(noise(64, 64, CV_8UC3));
   for (const std::size_t kept : {bytes.size() / 2, bytes.size() - 2}) {  // half; all but EOI
