@@ -1,9 +1,14 @@
 // svdserve: wires the config, the server and the signals together; nothing else lives here.
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <thread>
 
 #include "kernels/errors.hpp"
 #include "server/process/config.hpp"
@@ -58,16 +63,28 @@ int main(int argc, char** argv) {
 
   try {
     svdserve::Server server(config);
-    if (!command_line.load_dir.empty()) {
-      const uint32_t loaded = server.load_directory(command_line.load_dir);
-      svdserve::log().info("load_dir path={} images={}", command_line.load_dir, loaded);
-    }
-    server.set_serving(true);
-    svdserve::log().info("serving port={}", server.port());
+    // --load-dir runs beside the wait for a signal, so that SIGTERM during a long load still
+    // shuts down within drain_timeout_ms. A load that fails wakes the wait with SIGTERM itself.
+    std::atomic<bool> load_failed{false};
+    std::jthread startup([&] {
+      try {
+        if (!command_line.load_dir.empty()) {
+          const uint32_t loaded = server.load_directory(command_line.load_dir);
+          svdserve::log().info("load_dir path={} images={}", command_line.load_dir, loaded);
+        }
+        server.set_serving(true);
+        if (!server.stopping()) svdserve::log().info("serving port={}", server.port());
+      } catch (const std::exception& e) {
+        if (server.stopping()) return;  // the load was cut short by the shutdown
+        svdserve::log().critical("svdserve failed: {}", e.what());
+        load_failed = true;
+        kill(getpid(), SIGTERM);
+      }
+    });
 
     int signal_number = 0;
     sigwait(&signals, &signal_number);
-    svdserve::log().info("signal={} received; shutting down", signal_number);
+    if (!load_failed) svdserve::log().info("signal={} received; shutting down", signal_number);
     if (!server.shutdown_within_drain_timeout()) {
       // A computation cannot be interrupted: exit without it rather than outlive the limit.
       svdserve::log().error("shutdown: work still running after drain_timeout_ms={}; exiting "
@@ -76,6 +93,7 @@ int main(int argc, char** argv) {
       svdserve::log().flush();
       std::_Exit(kExitDrainTimedOut);
     }
+    if (load_failed) return kExitStartFailed;
   } catch (const std::exception& e) {
     svdserve::log().critical("svdserve failed: {}", e.what());
     return kExitStartFailed;

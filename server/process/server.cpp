@@ -134,7 +134,16 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
 
 Server::~Server() { shutdown(); }
 
-void Server::set_serving(bool serving) { health_->set_serving(serving); }
+void Server::set_serving(bool serving) {
+  std::lock_guard lock(serving_mutex_);
+  if (serving && stopping_) return;
+  health_->set_serving(serving);
+}
+
+bool Server::stopping() const {
+  std::lock_guard lock(serving_mutex_);
+  return stopping_;
+}
 
 uint32_t Server::load_directory(const std::string& path) {
   grpc::ChannelArguments arguments;
@@ -158,6 +167,10 @@ uint32_t Server::load_directory(const std::string& path) {
 }
 
 void Server::start_stopping() {
+  {
+    std::lock_guard lock(serving_mutex_);
+    stopping_ = true;
+  }
   std::call_once(stop_once_, [this] {
     stop_started_ = std::chrono::steady_clock::now();
     std::packaged_task<void()> stop([this] { stop_in_order(); });

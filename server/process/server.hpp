@@ -56,8 +56,10 @@ class Server {
   // Blocks until done; returns the number of images loaded.
   uint32_t load_directory(const std::string& path);
 
-  // Marks the server SERVING in grpc.health.v1.
+  // Marks the server SERVING in grpc.health.v1; once a shutdown has begun it stays NOT_SERVING.
   void set_serving(bool serving);
+  // Whether a shutdown has begun.
+  [[nodiscard]] bool stopping() const;
 
   // Stops in the order above, on a thread of its own, and waits for it until drain_timeout_ms
   // and a margin have passed since the first call. False: work is still running (a computation
@@ -83,6 +85,8 @@ class Server {
 
   void start_stopping();
   void stop_in_order() noexcept;  // on stopper_
+  mutable std::mutex serving_mutex_;  // orders set_serving(true) against the start of a shutdown
+  bool stopping_ = false;             // guarded by serving_mutex_
   std::once_flag stop_once_;
   std::chrono::steady_clock::time_point stop_started_;  // set once, in stop_once_
   std::shared_future<void> stopped_;                     // set once, in stop_once_

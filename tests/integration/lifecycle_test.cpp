@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <future>
 #include <random>
 #include <thread>
@@ -14,6 +18,7 @@
 #include "process.hpp"
 #include "server_fixture.hpp"
 #include "server_process.hpp"
+#include "tests/client/temp_folder.hpp"
 #include "tests/test_paths.hpp"
 
 namespace svdserve::testing {
@@ -273,6 +278,41 @@ TEST(ServerProcessTest, SigtermDuringALongDecomposeExitsWithinTheDrainTimeout) {
   EXPECT_NE(exit.result.err.find("still running after drain_timeout_ms"), std::string::npos)
       << exit.result.err;
   EXPECT_FALSE(slow.get().ok());
+}
+
+// --load-dir loads before the server reports SERVING; a SIGTERM meanwhile is a graceful shutdown
+// like any other, within the drain timeout, not a kill by the signal's default action.
+TEST(ServerProcessTest, SigtermDuringTheStartupLoadExitsWithinTheDrainTimeout) {
+  constexpr Milliseconds kDrainTimeout(1500);
+  constexpr int kFiles = 24;  // sgesdd of a 1536^2 noise image: seconds each, minutes for all
+  const TempFolder folder("svdserve-load-dir");
+  cv::Mat noise(1536, 1536, CV_8UC1);
+  cv::randu(noise, 0, 256);
+  ASSERT_TRUE(cv::imwrite((folder.path() / "noise_00.png").string(), noise));
+  for (int i = 1; i < kFiles; ++i) {  // hard links: regular files, as many as wanted
+    std::filesystem::create_hard_link(folder.path() / "noise_00.png",
+                                      folder.path() / ("noise_" + std::to_string(i) + ".png"));
+  }
+  const std::string address = "127.0.0.1:" + std::to_string(free_port());
+  Process server(svdserve::test::server_binary(),
+                 {"--listen", address, "--backend", "cpu", "--cpu-svd", "exact", "--workers", "1",
+                  "--load-dir", folder.path().string(), "--drain-timeout-ms",
+                  std::to_string(kDrainTimeout.count())});
+  ClientOptions options;
+  options.wait_for_ready = true;
+  options.timeout = std::chrono::seconds(60);
+  const Client client(address, options);
+  wait_for_stats(client, [](const auto& s) { return s.jobs_in_flight() >= 1; });
+  const auto health = client.health();
+  ASSERT_TRUE(health.ok());
+  EXPECT_EQ(*health, HealthStatus::not_serving) << "still loading";
+
+  const Exit exit = signal_and_wait(server, SIGTERM);
+  EXPECT_TRUE(exit.result.exit_code == 0 || exit.result.exit_code == 4)
+      << "exit code " << exit.result.exit_code << " (-1: killed, or still running "
+      << kProcessBound.count() << " s later)";
+  EXPECT_LT(exit.after_signal, kDrainTimeout + kExitSlack);
+  EXPECT_NE(exit.result.err.find("signal=15 received"), std::string::npos) << exit.result.err;
 }
 
 // Work admitted before SIGTERM is answered, not cancelled.
