@@ -41,11 +41,9 @@ fs::file_type type_of(mode_t mode) {
   return fs::file_type::unknown;
 }
 
-std::string quoted(const std::string& path) { return "'" + path + "'"; }
-
 }  // namespace
 
-std::string not_a_regular_file(const std::string& path, fs::file_type type) {
+std::string not_a_regular_file(std::string_view subject, fs::file_type type) {
   const char* what = "not a file";
   switch (type) {
     case fs::file_type::symlink: what = "a symbolic link"; break;
@@ -56,7 +54,7 @@ std::string not_a_regular_file(const std::string& path, fs::file_type type) {
     case fs::file_type::directory: what = "a folder"; break;
     default: break;
   }
-  return quoted(path) + " is " + what + ", not a regular file (links are not followed)";
+  return std::string(subject) + " is " + what + ", not a regular file (links are not followed)";
 }
 
 std::string read_image_file(const std::string& path, std::size_t max_bytes) {
@@ -69,8 +67,7 @@ std::string read_image_file(const std::string& path, std::size_t max_bytes) {
     return refuse(std::string("cannot read the image file: ") + std::strerror(errno));
   };
   const auto irregular = [&](fs::file_type type) {
-    const std::string message = not_a_regular_file("", type);  // "'' is a FIFO, not a ..."
-    return refuse("the image file" + message.substr(message.find(" is ")));
+    return refuse(not_a_regular_file("the image file", type));
   };
   // O_NONBLOCK: opening a FIFO does not wait for a writer. O_NOFOLLOW: a link fails with ELOOP.
   FileDescriptor file(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));

@@ -14,8 +14,8 @@ namespace svdserve {
 // regular file (a link to one included), or is larger than max_bytes.
 [[nodiscard]] std::string read_image_file(const std::string& path, std::size_t max_bytes);
 
-// Why an entry that is not a regular file is skipped: "'PATH' is a FIFO, not a regular file ...".
-[[nodiscard]] std::string not_a_regular_file(const std::string& path,
+// Why an entry that is not a regular file is skipped: "SUBJECT is a FIFO, not a regular file ...".
+[[nodiscard]] std::string not_a_regular_file(std::string_view subject,
                                              std::filesystem::file_type type);
 
 }  // namespace svdserve
