@@ -1,12 +1,12 @@
 #include "raw_http2.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <stdexcept>
+
+#include "server_process.hpp"
 
 namespace svdserve::testing {
 namespace {
@@ -40,15 +40,8 @@ void put_header(std::string& out, const std::string& name, const std::string& va
 }  // namespace
 
 RawHttp2Connection::RawHttp2Connection(int port, uint32_t initial_window_bytes) {
-  fd_ = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    close(fd_);
-    throw std::runtime_error("cannot connect to port " + std::to_string(port));
-  }
+  fd_ = connect_loopback(port);
+  if (fd_ < 0) throw std::runtime_error("cannot connect to port " + std::to_string(port));
   const std::string preface(kPreface, sizeof(kPreface) - 1);
   (void)!write(fd_, preface.data(), preface.size());
   std::string settings;

@@ -24,17 +24,6 @@ std::shared_ptr<const Factors> factors_of(std::size_t bytes, uint32_t rank = 4) 
   return fakes::make_test_factors(kShape, rank, bytes);
 }
 
-// A store that counts the factors' bytes alone, so that the policies read in round numbers.
-FactorStoreLimits factors_only(std::size_t budget, FullStoreAction when_full,
-                               std::size_t evicted_history) {
-  FactorStoreLimits limits;
-  limits.budget_bytes = budget;
-  limits.when_full = when_full;
-  limits.evicted_history = evicted_history;
-  limits.entry_cost = {.bytes = 0, .bytes_per_id_byte = 0};
-  return limits;
-}
-
 Ids resident_ids(const FactorStore& store) {
   Ids ids;
   for (const auto& info : store.list(false)) ids.push_back(info.id);
@@ -54,7 +43,7 @@ std::string error_message(F&& f) {
 }
 
 TEST(FactorStore, AccountsBytesAndImages) {
-  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kHistory));
+  FactorStore store(fakes::factors_only_limits(kBudget, FullStoreAction::evict_lru, kHistory));
   EXPECT_EQ(store.budget_bytes(), kBudget);
   EXPECT_EQ(store.bytes_resident(), 0u);
   EXPECT_TRUE(store.insert("a", factors_of(30)).empty());
@@ -75,7 +64,7 @@ TEST(FactorStore, AccountsBytesAndImages) {
 }
 
 TEST(FactorStore, EvictsLeastRecentlyUsedAndFindRefreshesRecency) {
-  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kHistory));
+  FactorStore store(fakes::factors_only_limits(kBudget, FullStoreAction::evict_lru, kHistory));
   (void)store.insert("a", factors_of(30));
   (void)store.insert("b", factors_of(30));
   (void)store.insert("c", factors_of(30));
@@ -99,7 +88,7 @@ TEST(FactorStore, EvictsLeastRecentlyUsedAndFindRefreshesRecency) {
 }
 
 TEST(FactorStore, RejectPolicyThrowsAndLeavesContentsUntouched) {
-  FactorStore store(factors_only(kBudget, FullStoreAction::reject, kHistory));
+  FactorStore store(fakes::factors_only_limits(kBudget, FullStoreAction::reject, kHistory));
   const auto a = factors_of(60);
   (void)store.insert("a", a);
   const std::string message =
@@ -121,7 +110,7 @@ TEST(FactorStore, RejectPolicyThrowsAndLeavesContentsUntouched) {
 
 TEST(FactorStore, ImageLargerThanTheWholeBudgetIsRejectedUnderEitherPolicy) {
   for (FullStoreAction action : {FullStoreAction::evict_lru, FullStoreAction::reject}) {
-    FactorStore store(factors_only(kBudget, action, kHistory));
+    FactorStore store(fakes::factors_only_limits(kBudget, action, kHistory));
     (void)store.insert("small", factors_of(10));
     const std::string message =
         error_message<ResourceExhausted>([&] { (void)store.insert("huge", factors_of(101)); });
@@ -134,7 +123,7 @@ TEST(FactorStore, ImageLargerThanTheWholeBudgetIsRejectedUnderEitherPolicy) {
 
 TEST(FactorStore, InsertingAnExistingIdReplacesItsFactors) {
   for (FullStoreAction action : {FullStoreAction::evict_lru, FullStoreAction::reject}) {
-    FactorStore store(factors_only(kBudget, action, kHistory));
+    FactorStore store(fakes::factors_only_limits(kBudget, action, kHistory));
     (void)store.insert("a", factors_of(40));
     (void)store.insert("b", factors_of(40));
     // 40 + 60 fits once a's old 40 bytes are freed: no eviction, no rejection.
@@ -150,7 +139,7 @@ TEST(FactorStore, InsertingAnExistingIdReplacesItsFactors) {
 }
 
 TEST(FactorStore, EvictedIdsAreRememberedAndFindSaysSo) {
-  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kHistory));
+  FactorStore store(fakes::factors_only_limits(kBudget, FullStoreAction::evict_lru, kHistory));
   (void)store.insert("old", factors_of(60, 5));
   EXPECT_EQ(store.insert("new", factors_of(60)), (Ids{"old"}));
 
@@ -184,7 +173,7 @@ TEST(FactorStore, EvictedIdsAreRememberedAndFindSaysSo) {
 }
 
 TEST(FactorStore, EraseFreesResidentAndForgetsEvicted) {
-  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kHistory));
+  FactorStore store(fakes::factors_only_limits(kBudget, FullStoreAction::evict_lru, kHistory));
   (void)store.insert("a", factors_of(60));
   (void)store.insert("b", factors_of(30));
   EXPECT_EQ(store.insert("c", factors_of(60)), (Ids{"a"}));
@@ -206,7 +195,7 @@ TEST(FactorStore, EraseFreesResidentAndForgetsEvicted) {
 
 TEST(FactorStore, EvictedHistoryIsBounded) {
   constexpr std::size_t kSmallHistory = 2;
-  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kSmallHistory));
+  FactorStore store(fakes::factors_only_limits(kBudget, FullStoreAction::evict_lru, kSmallHistory));
   for (const char* id : {"a", "b", "c", "d", "e"}) (void)store.insert(id, factors_of(kBudget));
   EXPECT_EQ(store.evictions(), 4u);
 
@@ -222,7 +211,7 @@ TEST(FactorStore, EvictedHistoryIsBounded) {
 }
 
 TEST(FactorStore, ZeroHistoryRemembersNothing) {
-  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, 0));
+  FactorStore store(fakes::factors_only_limits(kBudget, FullStoreAction::evict_lru, 0));
   (void)store.insert("a", factors_of(kBudget));
   EXPECT_EQ(store.insert("b", factors_of(kBudget)), (Ids{"a"}));
   EXPECT_FALSE(store.info("a"));
@@ -232,7 +221,7 @@ TEST(FactorStore, ZeroHistoryRemembersNothing) {
 TEST(FactorStore, ConcurrentUseKeepsTheBudget) {
   constexpr std::size_t kThreads = 4;
   constexpr int kOperations = 2000;
-  FactorStore store(factors_only(1000, FullStoreAction::evict_lru, 16));
+  FactorStore store(fakes::factors_only_limits(1000, FullStoreAction::evict_lru, 16));
   std::atomic<int> not_found{0};
   std::vector<std::thread> threads;
   for (std::size_t t = 0; t < kThreads; ++t) {
@@ -290,7 +279,7 @@ TEST(FactorStore, ManyTinyImagesAreEvictedForTheirEntries) {
 }
 
 TEST(FactorStore, MaxImagesEvictsTheLeastRecentlyUsed) {
-  FactorStoreLimits limits = factors_only(kBudget, FullStoreAction::evict_lru, kHistory);
+  FactorStoreLimits limits = fakes::factors_only_limits(kBudget, FullStoreAction::evict_lru, kHistory);
   limits.max_images = 3;
   FactorStore store(limits);
   for (const char* id : {"a", "b", "c"}) (void)store.insert(id, factors_of(1));
@@ -302,7 +291,7 @@ TEST(FactorStore, MaxImagesEvictsTheLeastRecentlyUsed) {
 }
 
 TEST(FactorStore, MaxImagesRejectsUnderTheRejectPolicy) {
-  FactorStoreLimits limits = factors_only(kBudget, FullStoreAction::reject, kHistory);
+  FactorStoreLimits limits = fakes::factors_only_limits(kBudget, FullStoreAction::reject, kHistory);
   limits.max_images = 2;
   FactorStore store(limits);
   (void)store.insert("a", factors_of(1));
@@ -321,7 +310,7 @@ Ids page_ids(const StoredImagePage& page) {
 }
 
 TEST(FactorStore, PagesGoInIdOrderFromTheLastIdOfThePageBefore) {
-  FactorStore store(factors_only(kBudget, FullStoreAction::evict_lru, kHistory));
+  FactorStore store(fakes::factors_only_limits(kBudget, FullStoreAction::evict_lru, kHistory));
   for (const char* id : {"d", "b", "a", "c", "e"}) (void)store.insert(id, factors_of(20));
   (void)store.find("a");
   (void)store.find("d");

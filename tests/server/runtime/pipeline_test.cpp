@@ -30,17 +30,6 @@
 namespace svdserve {
 namespace {
 
-// A store that counts the factors' bytes alone (no entry cost), as the fakes report them.
-FactorStoreLimits store_limits(std::size_t budget, FullStoreAction when_full,
-                               std::size_t evicted_history) {
-  FactorStoreLimits limits;
-  limits.budget_bytes = budget;
-  limits.when_full = when_full;
-  limits.evicted_history = evicted_history;
-  limits.entry_cost = {.bytes = 0, .bytes_per_id_byte = 0};
-  return limits;
-}
-
 using namespace std::chrono_literals;
 
 const std::filesystem::path kImages = svdserve::test::test_images_dir();
@@ -442,7 +431,7 @@ class CountingMetrics final : public PipelineMetrics {
 class CpuPipeline : public ::testing::Test {
  protected:
   std::unique_ptr<Backend> backend_ = make_cpu_backend({.threads = 2});
-  FactorStore store_{store_limits(std::size_t{1} << 30, FullStoreAction::evict_lru, 64)};
+  FactorStore store_{fakes::factors_only_limits(std::size_t{1} << 30, FullStoreAction::evict_lru, 64)};
   CountingMetrics metrics_;
   Completions completions_;
 };
@@ -628,7 +617,7 @@ TEST_F(CpuPipeline, CompressMatchesDecomposeThenReconstruct) {
 class FakePipeline : public ::testing::Test {
  protected:
   FakeBackend backend_;
-  FactorStore store_{store_limits(std::size_t{1} << 30, FullStoreAction::evict_lru, 64)};
+  FactorStore store_{fakes::factors_only_limits(std::size_t{1} << 30, FullStoreAction::evict_lru, 64)};
   CountingMetrics metrics_;
   Completions completions_;
   std::deque<std::string> inputs_;  // requests outlive their jobs
@@ -951,8 +940,8 @@ TEST_F(FakePipeline, DecodeErrorsFailOnlyTheirJob) {
 TEST_F(FakePipeline, StoreOutcomesReachTheJob) {
   // Room for exactly one small image: the second evicts the first.
   const std::size_t one_image = factor_bytes_f32(kSmall, 4);
-  FactorStore tight(store_limits(one_image, FullStoreAction::evict_lru, 8));
-  FactorStore refusing(store_limits(one_image, FullStoreAction::reject, 8));
+  FactorStore tight(fakes::factors_only_limits(one_image, FullStoreAction::evict_lru, 8));
+  FactorStore refusing(fakes::factors_only_limits(one_image, FullStoreAction::reject, 8));
   {
     Pipeline pipeline(small_options(), backend_, tight, metrics_);
     submit(pipeline, decompose_job(small_input(1), "first", 4), "first");

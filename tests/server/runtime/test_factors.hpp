@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/factors.hpp"
+#include "server/runtime/factor_store.hpp"
 
 namespace svdserve::fakes {
 
@@ -35,6 +36,19 @@ class TestFactors final : public Factors {
                                                                       uint32_t rank_kept,
                                                                       std::size_t bytes) {
   return std::make_shared<TestFactors>(shape, rank_kept, bytes);
+}
+
+// Store limits that count the factors' bytes alone (no entry cost), as TestFactors report them,
+// so that budgets read in round numbers.
+[[nodiscard]] inline FactorStoreLimits factors_only_limits(std::size_t budget,
+                                                           FullStoreAction when_full,
+                                                           std::size_t evicted_history) {
+  FactorStoreLimits limits;
+  limits.budget_bytes = budget;
+  limits.when_full = when_full;
+  limits.evicted_history = evicted_history;
+  limits.entry_cost = {.bytes = 0, .bytes_per_id_byte = 0};
+  return limits;
 }
 
 }  // namespace svdserve::fakes
