@@ -170,7 +170,8 @@ class FakeBackend final : public Backend {
 
   using Backend::decompose;
   [[nodiscard]] std::vector<std::shared_ptr<const Factors>> decompose(
-      std::span<const DecodedImage* const> images, uint32_t max_rank) override {
+      std::span<const DecodedImage* const> images, uint32_t max_rank,
+      const StopCheck& stop) override {
     pass_gate();
     decompose_calls_ += 1;
     decompose_images_ += images.size();
@@ -182,13 +183,24 @@ class FakeBackend final : public Backend {
       }
       if (image->is_jpeg()) jpeg_images_ += 1;
     }
+    // Asked once per image, as the CPU backend asks before each plane.
     std::vector<std::shared_ptr<const Factors>> factors;
-    for (const DecodedImage* image : images) {
-      const uint32_t rank = std::min(max_rank, image->shape.full_rank());
-      factors.push_back(
-          fakes::make_test_factors(image->shape, rank, factor_bytes_f32(image->shape, rank)));
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      const ImageShape& shape = images[i]->shape;
+      const uint32_t rank = std::min(max_rank, shape.full_rank());
+      factors.push_back(stop && stop(i) ? nullptr
+                                        : fakes::make_test_factors(shape, rank,
+                                                                   factor_bytes_f32(shape, rank)));
     }
     return factors;
+  }
+
+  // What set_seconds_estimate says, for any shape; records what it was asked.
+  [[nodiscard]] double decompose_seconds_estimate(const ImageShape& shape,
+                                                  uint32_t rank) const override {
+    std::lock_guard lock(mutex_);
+    estimated_.emplace_back(shape, rank);
+    return seconds_estimate_;
   }
 
   // Writes the rank into every byte, so a test can tell whose pixels it got.
@@ -228,6 +240,14 @@ class FakeBackend final : public Backend {
     return changed_.wait_for(lock, kPatience, [&] { return entered_ >= calls; });
   }
 
+  void set_seconds_estimate(double seconds) {
+    std::lock_guard lock(mutex_);
+    seconds_estimate_ = seconds;
+  }
+  [[nodiscard]] std::vector<std::pair<ImageShape, uint32_t>> estimated() const {
+    std::lock_guard lock(mutex_);
+    return estimated_;
+  }
   void set_fail_decompose(bool fail) { fail_decompose_ = fail; }
   void set_fail_reconstruct(bool fail) { fail_reconstruct_ = fail; }
   void set_reject_u16(bool reject) { reject_u16_ = reject; }
@@ -246,10 +266,13 @@ class FakeBackend final : public Backend {
     changed_.wait(lock, [&] { return gate_open_; });
   }
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   bool gate_open_ = true;  // guarded by mutex_
   int entered_ = 0;        // guarded by mutex_
+  double seconds_estimate_ = 0.0;  // guarded by mutex_
+  // What decompose_seconds_estimate was asked, guarded by mutex_ (that call is const).
+  mutable std::vector<std::pair<ImageShape, uint32_t>> estimated_;
   std::atomic<bool> fail_decompose_{false};
   std::atomic<bool> fail_reconstruct_{false};
   std::atomic<bool> reject_u16_{false};
