@@ -4,9 +4,11 @@
 // error against the optimum (float64 dgesdd singular values) over every k <= the rank kept.
 //   --sweep      the error and time per plane for other oversampling / power-iteration choices
 //   --crossover  time per plane of both solvers as the rank grows (the automatic policy's limit)
+//   --cost       nominal GFlop/s per plane (svd_flops.hpp) of the automatic policy at several
+//                shapes and ranks: the evidence for kCpuSvdFlopsPerSecond (cpu/svd_cost.hpp)
 //
 // usage: svdserve_cpu_svd_bench [--images DIR] [--size N] [--rank K] [--photos N] [--sweep]
-//                               [--crossover]
+//                               [--crossover] [--cost]
 
 #include <cblas.h>
 #include <lapacke.h>
@@ -28,6 +30,8 @@
 #include "kernels/cpu/blas_kernels.hpp"
 #include "kernels/cpu/exact_svd.hpp"
 #include "kernels/cpu/randomized_svd.hpp"
+#include "kernels/cpu/svd.hpp"
+#include "kernels/cpu/svd_cost.hpp"
 
 namespace {
 
@@ -41,6 +45,7 @@ struct Args {
   std::size_t photos = 4;
   bool sweep = false;
   bool crossover = false;
+  bool cost = false;
 };
 
 [[nodiscard]] double seconds_since(Clock::time_point start) {
@@ -197,6 +202,39 @@ void crossover(const Planes& planes, uint32_t size) {
   }
 }
 
+// One thread, the first photo's first plane resized to each shape: the automatic policy's time
+// per plane against its nominal flops.
+void cost(const ImageF32& photo) {
+  const uint32_t size = photo.shape.width;
+  const cv::Mat plane(static_cast<int>(size), static_cast<int>(size), CV_32F,
+                      const_cast<float*>(photo.plane(0).data()));
+  std::printf("nominal GFlop/s per plane, one thread (kCpuSvdFlopsPerSecond: %.0f):\n",
+              kCpuSvdFlopsPerSecond / 1e9);
+  openblas_set_num_threads(1);  // as the backend runs it
+  SvdWorkspace workspace;
+  const uint32_t shapes[][2] = {{1024, 1024}, {2048, 2048}, {512, 2048}, {2048, 512}};
+  for (const auto& [height, width] : shapes) {
+    cv::Mat resized;
+    cv::resize(plane, resized, cv::Size(static_cast<int>(width), static_cast<int>(height)), 0, 0,
+               cv::INTER_CUBIC);
+    const std::span<const float> values(resized.ptr<float>(), std::size_t{height} * width);
+    const uint32_t full_rank = std::min(height, width);
+    for (const uint32_t rank : {64U, 256U, full_rank}) {
+      const CpuSvdMethod method = CpuSvdMethod::automatic;
+      (void)truncated_svd(values, height, width, rank, method, workspace);  // warm
+      const auto start = Clock::now();
+      (void)truncated_svd(values, height, width, rank, method, workspace);
+      const double seconds = seconds_since(start);
+      const double flops = truncated_svd_flops(method, height, width, rank);
+      std::printf("  %4ux%-4u rank %4u %-10s %8.1f ms  %5.1f GFlop/s\n", height, width, rank,
+                  choose_svd_engine(method, height, width, rank) == CpuSvdEngine::exact
+                      ? "exact"
+                      : "randomized",
+                  1e3 * seconds, flops / seconds / 1e9);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,6 +248,7 @@ int main(int argc, char** argv) {
     else if (arg == "--photos" && has_value) args.photos = std::stoul(argv[++i]);
     else if (arg == "--sweep") args.sweep = true;
     else if (arg == "--crossover") args.crossover = true;
+    else if (arg == "--cost") args.cost = true;
   }
   const auto folder = bench::images_folder(argv[0], args.images);
   if (!folder) return bench::kUsageExitCode;
@@ -220,6 +259,11 @@ int main(int argc, char** argv) {
   if (photos.empty()) return bench::kUsageExitCode;
   std::printf("%zu photos at %ux%u RGB, rank %u, %u hardware threads\n", photos.size(), args.size,
               args.size, args.rank, std::thread::hardware_concurrency());
+
+  if (args.cost) {
+    cost(photos.front());
+    return 0;
+  }
 
   Planes planes;
   for (const auto& photo : photos) {

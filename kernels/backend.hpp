@@ -73,14 +73,25 @@ class Backend {
   // as the GPU backend does with nvJPEG. Called from the loader threads for each JPEG.
   [[nodiscard]] virtual bool decodes_jpeg(const JpegHeader& /*header*/) const { return false; }
 
+  // Whether the work for image `index` of a decompose batch should stop: its call was cancelled
+  // or is past its deadline. Asked from the backend's threads before each plane (CPU) or chunk
+  // of the batch (GPU), so a stopped image frees the compute within about one plane's time.
+  using StopCheck = std::function<bool(std::size_t index)>;
+
   // Truncated SVD of each image (all of one shape), keeping min(max_rank, full rank) triplets.
-  // Throws svdserve::Error: InvalidArgument for non-finite samples, ResourceExhausted when the
-  // factors do not fit, InternalError when a solver fails.
+  // An image that `stop` (may be empty) stops gets no factors (nullptr); the others are not
+  // affected. Throws svdserve::Error: InvalidArgument for non-finite samples, ResourceExhausted
+  // when the factors do not fit, InternalError when a solver fails.
   [[nodiscard]] virtual std::vector<std::shared_ptr<const Factors>> decompose(
-      std::span<const DecodedImage* const> images, uint32_t max_rank) = 0;
+      std::span<const DecodedImage* const> images, uint32_t max_rank, const StopCheck& stop) = 0;
+  [[nodiscard]] std::vector<std::shared_ptr<const Factors>> decompose(
+      std::span<const DecodedImage* const> images, uint32_t max_rank) {
+    return decompose(images, max_rank, StopCheck{});
+  }
   // The same for images held as float planes (tests, benchmarks).
   [[nodiscard]] std::vector<std::shared_ptr<const Factors>> decompose(
-      std::span<const ImageF32* const> images, uint32_t max_rank) {
+      std::span<const ImageF32* const> images, uint32_t max_rank,
+      const StopCheck& stop = StopCheck{}) {
     std::vector<DecodedImage> decoded(images.size());
     std::vector<const DecodedImage*> pointers(images.size(), nullptr);  // null stays null
     for (std::size_t i = 0; i < images.size(); ++i) {
@@ -88,8 +99,14 @@ class Backend {
       decoded[i] = to_decoded(*images[i]);
       pointers[i] = &decoded[i];
     }
-    return decompose(pointers, max_rank);
+    return decompose(pointers, max_rank, stop);
   }
+
+  // Seconds of compute that decompose() would spend on one image of `shape` at `rank`
+  // (1..shape.full_rank()), by the solver this backend would choose, on one of its workers: what
+  // admission holds against a call's deadline and max_compute_ms. An estimate, not a bound.
+  [[nodiscard]] virtual double decompose_seconds_estimate(const ImageShape& shape,
+                                                          uint32_t rank) const = 0;
 
   // Writes U_k diag(S_k) Vt_k for each item (all of one shape, each with its own rank).
   virtual void reconstruct(std::span<const ReconstructItem> items) = 0;

@@ -5,6 +5,8 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <new>
@@ -17,6 +19,7 @@
 #include "kernels/cpu/factors.hpp"
 #include "kernels/cpu/reconstruct.hpp"
 #include "kernels/cpu/svd.hpp"
+#include "kernels/cpu/svd_cost.hpp"
 #include "kernels/cpu/worker_pool.hpp"
 #include "kernels/errors.hpp"
 #include "kernels/trace.hpp"
@@ -161,26 +164,42 @@ class CpuBackend final : public Backend {
   [[nodiscard]] std::string name() const override { return "cpu"; }
   [[nodiscard]] std::string device_description() const override { return description_; }
 
+  [[nodiscard]] double decompose_seconds_estimate(const ImageShape& shape,
+                                                  uint32_t rank) const override {
+    return shape.channels * svd_cost_.plane_seconds(svd_method_, shape.height, shape.width, rank);
+  }
+
   using Backend::decompose;
   [[nodiscard]] std::vector<std::shared_ptr<const Factors>> decompose(
-      std::span<const DecodedImage* const> decoded, uint32_t max_rank) override {
+      std::span<const DecodedImage* const> decoded, uint32_t max_rank,
+      const StopCheck& stop) override {
     trace::ScopedRange range("cpu_decompose");
     if (max_rank == 0) throw InvalidArgument("max_rank must be at least 1");
     if (decoded.empty()) return {};
     const ImageShape shape = validate_images(decoded);
     const uint32_t rank = std::min(max_rank, shape.full_rank());
+    const double plane_flops = truncated_svd_flops(svd_method_, shape.height, shape.width, rank);
 
     try {
       std::vector<ImageF32> images(decoded.size());
       pool_.run(images.size(), [&](std::size_t index, unsigned) {
         images[index] = to_planes(*decoded[index]);
       });
+      // Once an image is stopped its remaining planes are skipped without asking again.
+      std::vector<std::atomic<bool>> stopped(images.size());
+      const auto stops = [&](std::size_t image) {
+        if (stopped[image].load(std::memory_order_relaxed)) return true;
+        if (!stop || !stop(image)) return false;
+        stopped[image].store(true, std::memory_order_relaxed);
+        return true;
+      };
       // One task per plane: channels are independent SVDs.
       std::vector<PlaneSvd> planes(images.size() * shape.channels);
       std::vector<double> plane_energies(planes.size());
       pool_.run(planes.size(), [&](std::size_t index, unsigned worker) {
         const std::size_t image = index / shape.channels;
         const auto channel = static_cast<uint32_t>(index % shape.channels);
+        if (stops(image)) return;
         const std::span<const float> plane = images[image].plane(channel);
         // No sum of squared floats overflows float64: it is finite exactly when every sample is.
         double energy = 0.0;
@@ -191,8 +210,11 @@ class CpuBackend final : public Backend {
         }
         if (std::sqrt(energy) > kMaxPlaneFrobeniusNorm) throw values_too_large(image, channel);
         PlaneSvd& svd = planes[index];
+        const auto start = std::chrono::steady_clock::now();
         svd = truncated_svd(plane, shape.height, shape.width, rank, svd_method_,
                             svd_workspaces_[worker]);
+        svd_cost_.record(plane_flops, std::chrono::duration<double>(
+                                          std::chrono::steady_clock::now() - start).count());
         if (!all_finite(svd.singular_values) || !all_finite(svd.factors.u) ||
             !all_finite(svd.factors.vt)) {
           throw values_too_large(image, channel);
@@ -203,6 +225,10 @@ class CpuBackend final : public Backend {
       std::vector<std::shared_ptr<const Factors>> factors;
       factors.reserve(images.size());
       for (std::size_t image = 0; image < images.size(); ++image) {
+        if (stopped[image].load(std::memory_order_relaxed)) {
+          factors.push_back(nullptr);
+          continue;
+        }
         std::vector<std::vector<float>> singular_values(shape.channels);
         std::vector<CpuChannelFactors> channels(shape.channels);
         for (uint32_t channel = 0; channel < shape.channels; ++channel) {
@@ -258,6 +284,7 @@ class CpuBackend final : public Backend {
 
   std::string description_;
   CpuSvdMethod svd_method_;
+  CpuSvdCost svd_cost_;
   // One workspace per worker, indexed by the worker number the pool passes to each task, so no
   // two threads share one. They keep their largest size between calls.
   std::vector<SvdWorkspace> svd_workspaces_;

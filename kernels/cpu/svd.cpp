@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/lapack_support.hpp"
 #include "kernels/errors.hpp"
+#include "kernels/svd_flops.hpp"
 
 namespace svdserve {
 namespace {
@@ -26,6 +27,15 @@ CpuSvdEngine choose_svd_engine(CpuSvdMethod method, uint32_t height, uint32_t wi
   const uint32_t sketch = sketch_columns(height, width, rank, kRandomizedOptions);
   const double limit = kRandomizedMaxSketchShare * std::min(height, width);
   return sketch <= limit ? CpuSvdEngine::randomized : CpuSvdEngine::exact;
+}
+
+double truncated_svd_flops(CpuSvdMethod method, uint32_t height, uint32_t width,
+                           uint32_t rank) noexcept {
+  if (choose_svd_engine(method, height, width, rank) == CpuSvdEngine::exact) {
+    return exact_svd_flops(height, width);
+  }
+  const uint32_t sketch = sketch_columns(height, width, rank, kRandomizedOptions);
+  return randomized_svd_flops(height, width, sketch, rank, kRandomizedOptions.power_iterations);
 }
 
 PlaneSvd truncated_svd(std::span<const float> plane, uint32_t height, uint32_t width,

@@ -28,6 +28,11 @@ inline constexpr uint32_t kMaxCpuSvdFullRank = 16384;
 [[nodiscard]] CpuSvdEngine choose_svd_engine(CpuSvdMethod method, uint32_t height,
                                              uint32_t width, uint32_t rank) noexcept;
 
+// Nominal flops (kernels/svd_flops.hpp) of truncated_svd on such a plane, by the solver that
+// choose_svd_engine picks for it.
+[[nodiscard]] double truncated_svd_flops(CpuSvdMethod method, uint32_t height, uint32_t width,
+                                         uint32_t rank) noexcept;
+
 // The top `rank` singular triplets of the row-major height x width plane, which must be finite
 // (LAPACK may loop or fail on NaN). rank is in 1..min(height, width).
 // Throws InvalidArgument when the plane is too large, InternalError when LAPACK fails.

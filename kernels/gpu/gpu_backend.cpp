@@ -32,6 +32,15 @@ constexpr double kPoolHeadroom = 1.1;
 // Host threads for copy-out: a handful of cores copy from pinned memory at PCIe speed or more.
 constexpr unsigned kCopyOutThreads = 4;
 
+// Nominal flops per second (kernels/svd_flops.hpp) of one stream, for admission's estimates:
+// Xgesvd, the slowest solver here, 11.5 1024^2 matrices/s = 320 (H100, PERFORMANCE.md section 3).
+constexpr double kGpuSvdFlopsPerSecond = 300e9;
+
+// Estimated seconds of a chunk of a decompose batch: the stop check runs between chunks, so a
+// stopped call frees its stream within about this; 16 1024^2 RGB images at rank 64 (0.4 s) stay
+// one batch.
+constexpr double kDecomposeChunkSeconds = 1.0;
+
 // Makes options.device current on the calling thread (the device is per thread in CUDA).
 const GpuBackendOptions& on_device(const GpuBackendOptions& options) {
   SVDSERVE_CUDA_CHECK(cudaSetDevice(options.device));
@@ -81,28 +90,54 @@ class GpuBackend final : public Backend {
   [[nodiscard]] std::string device_description() const override { return description_; }
   [[nodiscard]] std::size_t default_memory_budget_bytes() const override { return budget_bytes_; }
 
+  [[nodiscard]] double decompose_seconds_estimate(const ImageShape& shape,
+                                                  uint32_t rank) const override {
+    const int m = static_cast<int>(std::max(shape.width, shape.height));
+    const int n = static_cast<int>(std::min(shape.width, shape.height));
+    return shape.channels * solve_flops(m, n, static_cast<int>(rank), options_.svd_method) /
+           kGpuSvdFlopsPerSecond;
+  }
+
   using Backend::decompose;
-  std::vector<std::shared_ptr<const Factors>> decompose(
-      std::span<const DecodedImage* const> images, uint32_t max_rank) override {
+  std::vector<std::shared_ptr<const Factors>> decompose(std::span<const DecodedImage* const> images,
+                                                        uint32_t max_rank,
+                                                        const StopCheck& stop) override {
     trace::ScopedRange range("gpu_decompose");
     if (images.empty()) return {};
     on_device(options_);
     if (max_rank == 0) throw InvalidArgument("max_rank must be at least 1");
-    const uint32_t rank = std::min(max_rank, images.front()->shape.full_rank());
+    for (const DecodedImage* image : images) {
+      if (image == nullptr) throw InvalidArgument("decompose got a null image");
+    }
+    const ImageShape& shape = images.front()->shape;
+    const uint32_t rank = std::min(max_rank, shape.full_rank());
+    const double image_seconds = decompose_seconds_estimate(shape, rank);
+    const std::size_t chunk_images =
+        image_seconds * static_cast<double>(images.size()) <= kDecomposeChunkSeconds
+            ? images.size()
+            : std::max<std::size_t>(1, static_cast<std::size_t>(kDecomposeChunkSeconds /
+                                                                image_seconds));
     auto context = streams_.acquire();
     const JpegDecoding jpeg{jpeg_decoder_.get(),
                             jpeg_decoder_ ? jpeg_states_[context->index].get() : nullptr};
-    DecomposeOutcome outcome = decompose_batch(*context, images, rank, options_.svd_method, *pool_,
-                                               wgmma_operands_, jpeg);
-    const SvdReport& report = outcome.report;
-    svd_matrices_ += static_cast<uint64_t>(report.checked);
-    svd_matrices_redone_ += static_cast<uint64_t>(report.recomputed);
-    if (report.checked > 0) {
-      std::lock_guard lock(identity_mutex_);
-      identity_range_[0] = std::min(identity_range_[0], report.best_identity_error);
-      identity_range_[1] = std::max(identity_range_[1], report.worst_identity_error);
+    std::vector<std::shared_ptr<const Factors>> factors(images.size());  // stopped: null
+    for (std::size_t first = 0; first < images.size(); first += chunk_images) {
+      std::vector<const DecodedImage*> live;
+      std::vector<std::size_t> positions;
+      for (std::size_t i = first; i < std::min(first + chunk_images, images.size()); ++i) {
+        if (stop && stop(i)) continue;
+        live.push_back(images[i]);
+        positions.push_back(i);
+      }
+      if (live.empty()) continue;
+      DecomposeOutcome outcome = decompose_batch(*context, live, rank, options_.svd_method,
+                                                 *pool_, wgmma_operands_, jpeg);
+      record(outcome.report);
+      for (std::size_t i = 0; i < live.size(); ++i) {
+        factors[positions[i]] = std::move(outcome.factors[i]);
+      }
     }
-    return std::move(outcome.factors);
+    return factors;
   }
 
   void reconstruct(std::span<const ReconstructItem> items) override {
@@ -172,6 +207,16 @@ class GpuBackend final : public Backend {
   void stop_profiling() override { SVDSERVE_CUDA_CHECK(cudaProfilerStop()); }
 
  private:
+  void record(const SvdReport& report) {
+    svd_matrices_ += static_cast<uint64_t>(report.checked);
+    svd_matrices_redone_ += static_cast<uint64_t>(report.recomputed);
+    if (report.checked > 0) {
+      std::lock_guard lock(identity_mutex_);
+      identity_range_[0] = std::min(identity_range_[0], report.best_identity_error);
+      identity_range_[1] = std::max(identity_range_[1], report.worst_identity_error);
+    }
+  }
+
   GpuBackendOptions options_;
   StreamPool streams_;
   bool wgmma_operands_;

@@ -345,6 +345,7 @@ grpc::ServerUnaryReactor* SvdService::GetServerInfo(grpc::CallbackServerContext*
     limits->set_queue_capacity(c.queue_capacity());
     limits->set_max_batch_items(c.max_batch_items());
     limits->set_decompose_queue_delay_us(c.decompose_queue_delay_us());
+    limits->set_max_compute_ms(c.max_compute_ms());
   });
 }
 

@@ -85,6 +85,7 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.max_image_bytes() == 0) c.set_max_image_bytes(60 * kMiB);
   if (c.max_message_bytes() == 0) c.set_max_message_bytes(64 * kMiB);
   if (c.max_batch_items() == 0) c.set_max_batch_items(256);
+  if (!c.has_max_compute_ms()) c.set_max_compute_ms(60'000);  // 0 is a valid choice: no limit
   if (c.host_buffer_pool_bytes() == 0) c.set_host_buffer_pool_bytes(256 * kMiB);
   if (c.drain_timeout_ms() == 0) c.set_drain_timeout_ms(5000);  // docker stop waits 10 s
   if (!c.has_lame_duck_ms()) c.set_lame_duck_ms(1000);
@@ -153,6 +154,9 @@ void validate(const v1::ServerConfig& c) {
               c.min_client_ping_interval_ms() <= kMaxMs,
           "max_connection_idle_ms, keepalive_time_ms and min_client_ping_interval_ms must be at "
           "most a day (86400000)");
+  // A day: past it a limit does not bound anything a client would wait for.
+  require(c.max_compute_ms() <= 86'400'000,
+          "max_compute_ms must be at most 86400000 (0: no limit)");
   try {
     set_log_level(c.log_level());
   } catch (const Error& e) {

@@ -70,6 +70,7 @@ const std::map<std::string, Setter>& setters() {
        }},
       {"drain-timeout-ms", [](auto& c, auto& f, auto& v) { c.set_drain_timeout_ms(static_cast<uint32_t>(parse_number(f, v))); }},
       {"lame-duck-ms", [](auto& c, auto& f, auto& v) { c.set_lame_duck_ms(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"max-compute-ms", [](auto& c, auto& f, auto& v) { c.set_max_compute_ms(static_cast<uint32_t>(parse_number(f, v))); }},
   };
   return table;
 }
@@ -122,6 +123,8 @@ usage: svdserve [--config FILE] [flags]
   --max-queue-delay-us N    how long a partial batch may wait for more images
   --decompose-queue-delay-us N  the same for Decompose/Compress batches (default 2000)
   --queue-capacity N        jobs per pipeline queue
+  --max-compute-ms N        estimated compute one Decompose/Compress may take (default 60000;
+                            0: no limit)
   --memory-budget-mib N     factor store budget
   --max-images N            images the factor store keeps at most
   --host-buffer-pool-mib N  recycled Reconstruct response memory (page-locked on the GPU)

@@ -43,6 +43,7 @@ PipelineOptions pipeline_options(const v1::ServerConfig& c) {
   // Leave room for the response's other fields and gRPC framing.
   options.max_output_bytes = c.max_message_bytes() - 64 * 1024;
   options.host_buffer_pool_bytes = c.host_buffer_pool_bytes();
+  options.max_compute = std::chrono::milliseconds(c.max_compute_ms());
   return options;
 }
 

@@ -69,7 +69,7 @@ int depth_of(SampleType type) {
   return CV_8U;
 }
 
-DecodedImage decode_raw(const RawPixels& raw, const ImageLimits& limits) {
+DecodedImage decode_raw(const RawPixels& raw, const ImageLimits& limits, const ShapeCheck& admit) {
   trace::ScopedRange range("convert_raw");
   check_dimensions(raw.width, raw.height, raw.channels, limits);
   if (!raw.type) {
@@ -89,6 +89,7 @@ DecodedImage decode_raw(const RawPixels& raw, const ImageLimits& limits) {
                           " bytes, over the server's max_image_bytes of " +
                           std::to_string(limits.max_bytes));
   }
+  if (admit) admit({raw.width, raw.height, raw.channels});
   const cv::Mat wrapped(static_cast<int>(raw.height), static_cast<int>(raw.width),
                         CV_MAKETYPE(depth_of(*raw.type), static_cast<int>(raw.channels)),
                         const_cast<std::byte*>(raw.samples.data()));
@@ -115,7 +116,7 @@ InvalidArgument undecodable(ImageFormat format, std::string_view reason) {
 }  // namespace
 
 DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimits& limits,
-                            const DeviceJpegFilter& device_decodes) {
+                            const DeviceJpegFilter& device_decodes, const ShapeCheck& admit) {
   trace::ScopedRange range("decode");
   if (encoded.empty()) throw InvalidArgument("image bytes are empty");
   if (encoded.size() > limits.max_bytes) {
@@ -139,6 +140,8 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
     check_dimensions(header->width, header->height, 1, limits);
     // libjpeg decodes a cut-off scan with grey rows and only warns: refuse it here.
     if (!header->complete) throw undecodable(*format, kTruncated);
+    // Grey stays grey; colour (YCbCr, CMYK) becomes BGR.
+    if (admit) admit({header->width, header->height, header->components == 1 ? 1U : 3U});
     if (device_decodes && device_decodes(*header)) {
       DecodedImage image;
       image.shape = {header->width, header->height, header->components};
@@ -151,6 +154,7 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
     if (!header) throw undecodable(*format, "its header is malformed or truncated");
     check_dimensions(header->width, header->height, 1, limits);
     if (!header->complete) throw undecodable(*format, kTruncated);
+    if (admit) admit({header->width, header->height, header->min_channels});
   }
   const cv::Mat buffer(1, static_cast<int>(encoded.size()), CV_8U,
                        const_cast<std::byte*>(encoded.data()));
@@ -171,24 +175,25 @@ DecodedImage decode_encoded(std::span<const std::byte> encoded, const ImageLimit
 }
 
 DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits,
-                          const DeviceJpegFilter& device_decodes) {
+                          const DeviceJpegFilter& device_decodes, const ShapeCheck& admit) {
   struct Decode {
     const ImageLimits& limits;
     const DeviceJpegFilter& device_decodes;
+    const ShapeCheck& admit;
     DecodedImage operator()(std::monostate) const {
       throw InvalidArgument("request has no image: set image.encoded or image.raw");
     }
     DecodedImage operator()(const EncodedImage& encoded) const {
-      return decode_encoded(encoded.bytes, limits, device_decodes);
+      return decode_encoded(encoded.bytes, limits, device_decodes, admit);
     }
-    DecodedImage operator()(const RawPixels& raw) const { return decode_raw(raw, limits); }
+    DecodedImage operator()(const RawPixels& raw) const { return decode_raw(raw, limits, admit); }
     DecodedImage operator()(const ImageFile& file) const {
       const std::string bytes = read_image_file(file.path, limits.max_bytes);
       return decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), limits,
-                            device_decodes);
+                            device_decodes, admit);
     }
   };
-  return std::visit(Decode{limits, device_decodes}, source);
+  return std::visit(Decode{limits, device_decodes, admit}, source);
 }
 
 std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape) {

@@ -25,18 +25,24 @@ struct ImageLimits {
 // Whether the backend decodes this JPEG itself (Backend::decodes_jpeg); empty: never.
 using DeviceJpegFilter = std::function<bool(const JpegHeader&)>;
 
+// Told an image's shape once its header has passed the limits, before any decoding (channels:
+// the fewest its header allows, DeclaredImage::min_channels); throws to refuse the image.
+using ShapeCheck = std::function<void(const ImageShape& shape)>;
+
 // Decodes encoded bytes (PNG, JPEG, TIFF, BMP, PNM or WebP, by their magic bytes), takes raw
 // pixels or reads and decodes a file (a regular one, its size checked before it is read:
 // image_file.hpp), checking sizes, channels and (for float samples) finiteness. Throws
 // InvalidArgument with a message that names what is wrong. The samples keep their type; see
 // SampleType for how they map onto the 0..255 scale. Every format is checked against the size
-// limits from its header, before any decoding (image_format.hpp); a JPEG that `device_decodes`
-// accepts is not decoded here but passed on as DecodedImage::jpeg.
+// limits from its header, before any decoding (image_format.hpp), then by `admit`; a JPEG that
+// `device_decodes` accepts is not decoded here but passed on as DecodedImage::jpeg.
 [[nodiscard]] DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits,
-                                        const DeviceJpegFilter& device_decodes = {});
+                                        const DeviceJpegFilter& device_decodes = {},
+                                        const ShapeCheck& admit = {});
 [[nodiscard]] DecodedImage decode_encoded(std::span<const std::byte> encoded,
                                           const ImageLimits& limits,
-                                          const DeviceJpegFilter& device_decodes = {});
+                                          const DeviceJpegFilter& device_decodes = {},
+                                          const ShapeCheck& admit = {});
 
 // PNG of interleaved u8 pixels (1, 3 or 4 channels in OpenCV's BGR(A) order).
 [[nodiscard]] std::string encode_png(std::span<const std::byte> pixels, const ImageShape& shape);

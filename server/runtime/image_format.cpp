@@ -40,6 +40,14 @@ using Bytes = std::span<const std::byte>;
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
+// OpenCV's channels for a PNG colour type, at the least: grey 1, RGB and palette 3 (4 with a
+// tRNS chunk), RGBA 4; grey with alpha 1, which it may widen.
+[[nodiscard]] uint32_t png_min_channels(uint8_t colour_type) noexcept {
+  constexpr uint8_t kRgb = 2, kPalette = 3, kRgba = 6;
+  if (colour_type == kRgba) return 4;
+  return colour_type == kRgb || colour_type == kPalette ? 3 : 1;
+}
+
 // Signature, then chunks (length, type, data, CRC) from IHDR to IEND.
 std::optional<DeclaredImage> read_png(Bytes bytes) noexcept {
   constexpr std::size_t kSignature = 8, kChunkFrame = 12, kHeaderData = 13;
@@ -48,7 +56,7 @@ std::optional<DeclaredImage> read_png(Bytes bytes) noexcept {
     return std::nullopt;
   }
   DeclaredImage image{saturated(big_endian(bytes, 16, 4)), saturated(big_endian(bytes, 20, 4)),
-                      false};
+                      false, png_min_channels(at(bytes, 25))};
   // PNG caps chunk lengths at 2^31 - 1; the walk costs one step per chunk.
   for (std::size_t position = kSignature; position + 8 <= bytes.size();) {
     const uint64_t length = big_endian(bytes, position, 4);

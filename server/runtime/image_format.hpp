@@ -30,6 +30,8 @@ struct DeclaredImage {
   uint32_t width = 0;   // as declared, saturated at UINT32_MAX
   uint32_t height = 0;
   bool complete = true;  // false: the data ends before the format's end (PNG: IEND, WebP: RIFF)
+  // The fewest channels the decoder makes of it: PNG's by its colour type, 1 for the others.
+  uint32_t min_channels = 1;
 };
 
 // The header of a PNG, TIFF (classic or BigTIFF, first image), BMP, PNM or WebP; nullopt when it

@@ -5,6 +5,7 @@
 #include "kernels/errors.hpp"
 #include "kernels/spectrum.hpp"
 #include "kernels/trace.hpp"
+#include "server/runtime/compute_admission.hpp"
 #include "server/runtime/logger.hpp"
 
 namespace svdserve {
@@ -14,13 +15,29 @@ double micros_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
+bool is_cancelled(const Job& job) { return job.is_cancelled && job.is_cancelled(); }
+
 // Called at every stage boundary so that dead requests stop using resources.
 void check_alive(const Job& job) {
-  if (job.is_cancelled && job.is_cancelled()) throw Cancelled("request was cancelled by the client");
+  if (is_cancelled(job)) throw Cancelled("request was cancelled by the client");
   if (Clock::now() >= job.deadline) {
     throw DeadlineExceeded(std::string("deadline passed before the ") + job_kind_name(job.kind) +
                            " job could run; allow a longer deadline or send less at once");
   }
+}
+
+// The backend's stop check while it computes a job: the same conditions as check_alive.
+bool should_stop(const Job& job) { return is_cancelled(job) || Clock::now() >= job.deadline; }
+
+// The answer for a job the backend stopped (it gave no factors): cancelled, else past its
+// deadline, which does not come back.
+std::exception_ptr stopped_error(const Job& job) {
+  if (is_cancelled(job)) {
+    return std::make_exception_ptr(Cancelled("request was cancelled by the client"));
+  }
+  return std::make_exception_ptr(DeadlineExceeded(
+      std::string("deadline passed while the ") + job_kind_name(job.kind) +
+      " job was computing; allow a longer deadline, ask for a lower rank or send a smaller image"));
 }
 
 OutputPixels output_pixels(OutputFormat format) {
@@ -127,7 +144,11 @@ void Pipeline::loader_loop() {
       job->times.queue_us += micros_since(job->stage_entered);
       check_alive(*job);
       const Clock::time_point decode_start = Clock::now();
-      job->image = decode_image(job->source, options_.image_limits, device_decodes);
+      const ShapeCheck admit = [&](const ImageShape& shape) {
+        admit_compute(*job, shape, backend_, options_.max_compute);
+      };
+      job->image = decode_image(job->source, options_.image_limits, device_decodes, admit);
+      admit(job->image.shape);  // again with the channels decoded, which a header may not tell
       job->times.decode_us = micros_since(decode_start);
       job->stage_entered = Clock::now();
     } catch (...) {
@@ -234,12 +255,16 @@ void Pipeline::run_decompose(std::vector<Job*>& jobs) {
   images.reserve(jobs.size());
   for (Job* job : jobs) images.push_back(&job->image);
   const Clock::time_point start = Clock::now();
-  std::vector<std::shared_ptr<const Factors>> factors =
-      backend_.decompose(images, jobs.front()->max_rank);
+  std::vector<std::shared_ptr<const Factors>> factors = backend_.decompose(
+      images, jobs.front()->max_rank, [&jobs](std::size_t i) { return should_stop(*jobs[i]); });
   const double compute_us = micros_since(start);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     Job& job = *jobs[i];
     job.times.compute_us = compute_us;
+    if (!factors[i]) {
+      complete(job, stopped_error(job));
+      continue;
+    }
     try {
       job.evicted_ids = store_.insert(job.image_id, factors[i]);
       job.factors = std::move(factors[i]);
@@ -268,14 +293,23 @@ void Pipeline::run_compress(const std::shared_ptr<Batch>& batch, std::vector<Job
   std::vector<const DecodedImage*> images;
   for (Job* job : valid) images.push_back(&job->image);
   const Clock::time_point start = Clock::now();
-  std::vector<std::shared_ptr<const Factors>> factors = backend_.decompose(images, max_rank);
+  std::vector<std::shared_ptr<const Factors>> factors = backend_.decompose(
+      images, max_rank, [&valid](std::size_t i) { return should_stop(*valid[i]); });
   const double decompose_us = micros_since(start);
+  std::vector<Job*> decomposed;
   for (std::size_t i = 0; i < valid.size(); ++i) {
-    valid[i]->factors = std::move(factors[i]);
-    valid[i]->image = {};
-    valid[i]->times.compute_us = decompose_us;
+    Job& job = *valid[i];
+    job.image = {};
+    job.times.compute_us = decompose_us;
+    if (!factors[i]) {
+      complete(job, stopped_error(job));
+      continue;
+    }
+    job.factors = std::move(factors[i]);
+    decomposed.push_back(&job);
   }
-  reconstruct_into_pixels(batch, valid);
+  if (decomposed.empty()) return;
+  reconstruct_into_pixels(batch, decomposed);
 }
 
 PixelBytes Pipeline::output_for(const Job& job, std::size_t bytes) {

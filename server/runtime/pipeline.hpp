@@ -10,7 +10,10 @@
 //          <-- encoder threads (PNG, JPEG) <-- encode queue <-- (the same completions)
 //
 // Only admission can refuse a job (queue full: RESOURCE_EXHAUSTED, or shutting down:
-// UNAVAILABLE); later stages wait for room, so an admitted job is never dropped.
+// UNAVAILABLE; on the loaders, compute estimated over max_compute or past the deadline:
+// compute_admission.hpp); later stages wait for room, so an admitted job is never dropped. A job
+// whose call is cancelled or past its deadline stops at the next stage boundary, or between the
+// backend's planes while it computes.
 
 #include <atomic>
 #include <chrono>
@@ -43,6 +46,8 @@ struct PipelineOptions {
   ImageLimits image_limits;
   std::size_t max_output_bytes = 64u << 20;  // one response must fit in a gRPC message
   std::size_t host_buffer_pool_bytes = 256u << 20;  // cap on recycled output memory
+  // Estimated compute a decompose or compress may take on one worker; zero: no limit.
+  std::chrono::milliseconds max_compute{60'000};
 };
 
 class Pipeline {

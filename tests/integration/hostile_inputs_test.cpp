@@ -4,7 +4,6 @@
 // so the server has to hold its own.
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -17,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "png_of_zeros.hpp"
 #include "process.hpp"
 #include "server_process.hpp"
 #include "server_fixture.hpp"
@@ -28,36 +28,11 @@ namespace svdserve::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using svdserve::test::png_chunk;
-using svdserve::test::png_header;
 
 // What a refusal may cost the server: the bounds, far above what reading a header takes
 // and far below decoding the images these files declare (hundreds of MiB, seconds).
 constexpr auto kMaxAnswerTime = std::chrono::seconds(2);
 constexpr int64_t kMaxPeakGrowthBytes = int64_t{64} << 20;
-
-// An RGB PNG of zeros, compressed as it goes: a 16000 x 16000 one is 3.2 MiB of file and 732 MiB
-// of pixels.
-std::string png_of_zeros(uint32_t width, uint32_t height) {
-  z_stream stream{};
-  EXPECT_EQ(deflateInit(&stream, Z_BEST_SPEED), Z_OK);
-  std::vector<unsigned char> row(std::size_t{width} * 3 + 1, 0);  // filter byte "none", then pixels
-  std::string compressed;
-  std::vector<unsigned char> out(1 << 16);
-  for (uint32_t y = 0; y <= height; ++y) {
-    const bool last = y == height;
-    stream.next_in = last ? nullptr : row.data();
-    stream.avail_in = last ? 0 : static_cast<uInt>(row.size());
-    do {
-      stream.next_out = out.data();
-      stream.avail_out = static_cast<uInt>(out.size());
-      deflate(&stream, last ? Z_FINISH : Z_NO_FLUSH);
-      compressed.append(reinterpret_cast<const char*>(out.data()), out.size() - stream.avail_out);
-    } while (stream.avail_out == 0);
-  }
-  deflateEnd(&stream);
-  return png_header(width, height, 2) + png_chunk("IDAT", compressed) + png_chunk("IEND", "");
-}
 
 // A small JPEG whose frame header declares width x height.
 std::string jpeg_declaring(uint16_t width, uint16_t height) {

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <sstream>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -117,6 +118,20 @@ int free_port() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   close(fd);
   return ntohs(address.sin_port);
+}
+
+double cpu_seconds(pid_t pid) {
+  // Fields 14 and 15 (utime, stime) in clock ticks, after the parenthesised command name.
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const std::size_t name_end = stat.rfind(')');
+  if (name_end == std::string::npos) return 0.0;
+  std::istringstream fields(stat.substr(name_end + 2));
+  std::string field;
+  long long ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stoll(field);
+  }
+  return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace svdserve::testing

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <future>
 #include <map>
 #include <string>
@@ -47,5 +48,8 @@ ProcessResult run_process(const std::string& program, const std::vector<std::str
 
 // A loopback TCP port that was free a moment ago.
 [[nodiscard]] int free_port();
+
+// The CPU time a running process has used, user and system, in seconds; 0 when unreadable.
+[[nodiscard]] double cpu_seconds(pid_t pid);
 
 }  // namespace svdserve::testing

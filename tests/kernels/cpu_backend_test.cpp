@@ -316,6 +316,64 @@ TEST(CpuBackendTest, BatchItemsMatchSingleCalls) {
   EXPECT_EQ(f32_c, reconstruct_f32(*backend, *batch[2], ranks[2]));
 }
 
+// The stop check is asked before each plane: an image it stops gets no factors and its
+// remaining planes are not computed, while the other images of the batch finish as they would.
+TEST(CpuBackendTest, AStoppedImageGetsNoFactorsAndTheOthersFinish) {
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  const ImageShape shape{72, 56, 3};
+  const std::vector<ImageF32> images = {random_image(shape, seed), random_image(shape, seed + 1),
+                                        random_image(shape, seed + 2)};
+  const ImageF32* pointers[] = {&images[0], &images[1], &images[2]};
+  constexpr uint32_t kRank = 8;
+  const auto backend = make_cpu_backend({.threads = 1});  // one thread: planes in order
+  const auto whole = backend->decompose(pointers, kRank);
+
+  std::vector<int> asked(images.size(), 0);
+  // Image 1 goes on past its first plane and stops before its second.
+  const Backend::StopCheck stop = [&](std::size_t image) {
+    return ++asked.at(image) > 1 && image == 1;
+  };
+  const auto stopped = backend->decompose(pointers, kRank, stop);
+  ASSERT_EQ(stopped.size(), images.size());
+  EXPECT_EQ(stopped[1], nullptr);
+  EXPECT_EQ(asked[1], 2) << "one plane computed, then stopped, its last plane not asked";
+  for (const std::size_t i : {0U, 2U}) {
+    SCOPED_TRACE("image " + std::to_string(i));
+    EXPECT_EQ(asked[i], static_cast<int>(shape.channels)) << "asked before each plane";
+    ASSERT_NE(stopped[i], nullptr);
+    EXPECT_EQ(stopped[i]->all_singular_values(), whole[i]->all_singular_values());
+    const auto& got = dynamic_cast<const CpuFactors&>(*stopped[i]);
+    const auto& expected = dynamic_cast<const CpuFactors&>(*whole[i]);
+    for (uint32_t c = 0; c < shape.channels; ++c) {
+      EXPECT_TRUE(std::ranges::equal(got.channel(c).u, expected.channel(c).u)) << "U " << c;
+      EXPECT_TRUE(std::ranges::equal(got.channel(c).vt, expected.channel(c).vt)) << "Vt " << c;
+    }
+  }
+}
+
+TEST(CpuBackendTest, ImagesStoppedFromTheStartAreNotComputedOnAnyThread) {
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  const ImageShape shape{64, 48, 4};
+  const std::vector<ImageF32> images = {random_image(shape, seed), random_image(shape, seed + 1)};
+  const ImageF32* pointers[] = {&images[0], &images[1]};
+  const auto backend = make_cpu_backend({.threads = 2});
+  std::atomic<int> asked_for_stopped{0};
+  const auto factors = backend->decompose(pointers, 6, [&](std::size_t image) {
+    if (image == 0) return false;
+    ++asked_for_stopped;
+    return true;
+  });
+  ASSERT_EQ(factors.size(), 2U);
+  ASSERT_NE(factors[0], nullptr);
+  EXPECT_EQ(factors[0]->rank_kept(), 6U);
+  EXPECT_EQ(factors[1], nullptr);
+  // Planes already handed to the other thread may ask once each; none is computed.
+  EXPECT_GE(asked_for_stopped.load(), 1);
+  EXPECT_LE(asked_for_stopped.load(), static_cast<int>(shape.channels));
+}
+
 TEST(CpuBackendTest, ConcurrentCallersGetTheSameResults) {
   const uint64_t seed = run_seed();
   SCOPED_TRACE(seed_text(seed));

@@ -277,6 +277,56 @@ TEST_F(GpuBackendBehaviourTest, FactorMemoryBeyondTheLimitIsResourceExhausted) {
   EXPECT_EQ(backend->decompose(std::span(&pointer, 1), 8).at(0)->rank_kept(), 8u);
 }
 
+// The stop check runs before each chunk of a batch: a stopped image gets no factors, the others
+// are as a run without stopping made them.
+TEST_F(GpuBackendBehaviourTest, AStoppedImageGetsNoFactorsAndTheOthersFinish) {
+  auto backend = gpu::make_gpu_backend(gpu::GpuBackendOptions{});
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  const std::vector<ImageF32> images = {random_image({256, 192, 3}, seed),
+                                        random_image({256, 192, 3}, seed + 1),
+                                        random_image({256, 192, 3}, seed + 2)};
+  const ImageF32* pointers[] = {&images[0], &images[1], &images[2]};
+  const auto whole = backend->decompose(pointers, 32);
+  const auto stopped = backend->decompose(pointers, 32, [](std::size_t i) { return i == 1; });
+  ASSERT_EQ(stopped.size(), 3U);
+  EXPECT_EQ(stopped[1], nullptr);
+  for (const std::size_t i : {0U, 2U}) {
+    ASSERT_NE(stopped[i], nullptr) << i;
+    const auto& expected = whole[i]->all_singular_values();
+    const auto& got = stopped[i]->all_singular_values();
+    for (uint32_t c = 0; c < 3; ++c) {
+      for (std::size_t k = 0; k < expected[c].size(); ++k) {
+        EXPECT_NEAR(got[c][k], expected[c][k], 1e-5 * expected[c][0])
+            << "image " << i << " channel " << c << " value " << k;
+      }
+    }
+  }
+}
+
+// Images whose estimate is over a second each go one chunk at a time: the check for the second
+// is asked once the first is solved (gesvda has checked its planes), and stops it.
+TEST_F(GpuBackendBehaviourTest, SlowImagesAreCheckedOneChunkAtATime) {
+  auto backend = gpu::make_gpu_backend(gpu::GpuBackendOptions{});
+  const ImageShape shape{2048, 2048, 3};
+  ASSERT_GT(backend->decompose_seconds_estimate(shape, shape.full_rank()), 1.0);
+  const std::vector<ImageF32> images = {random_image(shape, run_seed()),
+                                        random_image(shape, run_seed() + 1)};
+  const ImageF32* pointers[] = {&images[0], &images[1]};
+  std::vector<std::size_t> asked;
+  std::vector<uint64_t> solved_when_asked;
+  const auto factors = backend->decompose(pointers, shape.full_rank(), [&](std::size_t i) {
+    asked.push_back(i);
+    solved_when_asked.push_back(backend->metrics().svd_matrices);
+    return i == 1;
+  });
+  EXPECT_EQ(asked, (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(solved_when_asked, (std::vector<uint64_t>{0, shape.channels}));
+  ASSERT_NE(factors[0], nullptr);
+  EXPECT_EQ(factors[0]->rank_kept(), shape.full_rank());
+  EXPECT_EQ(factors[1], nullptr);
+}
+
 TEST_F(GpuBackendBehaviourTest, ConcurrentCallersOnAllStreamsAgree) {
   gpu::GpuBackendOptions options;
   options.streams = 3;

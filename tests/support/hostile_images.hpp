@@ -36,13 +36,16 @@ inline std::string png_chunk(std::string_view type, std::string_view data) {
   return chunk;
 }
 
-// Signature and IHDR of an 8-bit PNG (colour type 0 grey, 2 RGB): what comes before IDAT.
-inline std::string png_header(uint32_t width, uint32_t height, uint8_t colour_type = 0) {
+// Signature and IHDR of a PNG (colour type 0 grey, 2 RGB, 6 RGBA; 8 or 16 bits per sample):
+// what comes before IDAT.
+inline std::string png_header(uint32_t width, uint32_t height, uint8_t colour_type = 0,
+                              uint8_t bit_depth = 8) {
   std::string header("\x89PNG\r\n\x1a\n", 8);
   std::string ihdr;
   append_be(ihdr, width, 4);
   append_be(ihdr, height, 4);
-  ihdr += std::string{'\x08', static_cast<char>(colour_type), '\0', '\0', '\0'};
+  ihdr += std::string{static_cast<char>(bit_depth), static_cast<char>(colour_type), '\0', '\0',
+                      '\0'};
   return header + png_chunk("IHDR", ihdr);
 }
 

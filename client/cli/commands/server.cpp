@@ -1,5 +1,7 @@
 // The server itself: stats, server-info, health, profile.
 
+#include <string>
+
 #include "client/cli/commands/common.hpp"
 #include "client/json_writer.hpp"
 
@@ -65,7 +67,12 @@ int run_server_info(CommandContext& context, const ParsedArgs&) {
                 << "max message       " << bytes_text(limits.max_message_bytes()) << '\n'
                 << "batching          up to " << limits.max_batch_size() << " images, "
                 << limits.max_queue_delay_us() << " us delay, queue " << limits.queue_capacity() << '\n'
-                << "batch call items  " << limits.max_batch_items() << '\n';
+                << "batch call items  " << limits.max_batch_items() << '\n'
+                << "compute per call  "
+                << (limits.max_compute_ms() == 0 ? std::string("no limit")
+                                                 : std::to_string(limits.max_compute_ms()) +
+                                                       " ms, estimated")
+                << '\n';
   return to_int(ExitCode::ok);
 }
 

@@ -134,6 +134,12 @@ int RandomizedSvd::sketch_columns(int n, int rank, const RandomizedSvdOptions& o
   return std::min({wanted, n, kMaxSketchColumns});
 }
 
+int RandomizedSvd::iterations_for(int n, int rank, const RandomizedSvdOptions& options) {
+  // 1024^2, k=128, l=160: q=3 1.0022x the optimal error, q=4 1.0007x (photos).
+  const bool capped = sketch_columns(n, rank, options) < std::min(rank + options.oversampling, n);
+  return options.power_iterations + (capped ? 1 : 0);
+}
+
 void RandomizedSvd::orthonormalise(float*& x, float*& spare, int rows, int l, int count,
                                    int passes, const StageMarks& marks) {
   const auto basis_values = static_cast<std::size_t>(rows) * l;
@@ -201,9 +207,7 @@ void RandomizedSvd::solve(const SvdBatch& batch, const RandomizedSvdOptions& opt
   const auto tall_stride = static_cast<long long>(tall_values);
   const auto wide_stride = static_cast<long long>(wide_values);
   // A sketch capped below rank + oversampling gets one more iteration instead.
-  // 1024^2, k=128, l=160: q=3 1.0022x the optimal error, q=4 1.0007x (photos).
-  const bool capped = l < std::min(rank + options.oversampling, n);
-  const int power_iterations = options.power_iterations + (capped ? 1 : 0);
+  const int power_iterations = iterations_for(n, rank, options);
   const int first_passes = power_iterations == 0 ? kPassesFinal : kPassesBetweenIterations;
 
   // Y = A Omega, then subspace iteration with orthonormalisation after every product (without

@@ -93,6 +93,9 @@ class RandomizedSvd {
   // Sketch width solve() uses for this shape:
   // min(max(rank + oversampling, min_sketch_columns), n, kMaxSketchColumns).
   [[nodiscard]] static int sketch_columns(int n, int rank, const RandomizedSvdOptions& options);
+  // Subspace iterations solve() runs for this shape: one more than the options' where the sketch
+  // is capped below rank + oversampling.
+  [[nodiscard]] static int iterations_for(int n, int rank, const RandomizedSvdOptions& options);
 
  private:
   class StageMarks;  // the observer's calls, or none

@@ -1,6 +1,7 @@
 #include "kernels/gpu/svd/solver.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <numeric>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "kernels/gpu/common/cuda_check.hpp"
 #include "kernels/gpu/svd/gesvda.hpp"
 #include "kernels/gpu/svd/randomized_svd.hpp"
+#include "kernels/svd_flops.hpp"
 #include "kernels/trace.hpp"
 
 namespace svdserve::gpu {
@@ -20,6 +22,25 @@ const char* method_name(SvdMethod method) noexcept {
     case SvdMethod::randomized: return "randomized";
   }
   return "unknown";
+}
+
+SvdMethod resolved_method(SvdMethod method, int rank) noexcept {
+  if (method != SvdMethod::automatic) return method;
+  return rank <= RandomizedSvd::kMaxSketchColumns ? SvdMethod::randomized
+                                                  : SvdMethod::gesvda_batched;
+}
+
+double solve_flops(int m, int n, int rank, SvdMethod method) noexcept {
+  const auto height = static_cast<uint32_t>(m);
+  const auto width = static_cast<uint32_t>(n);
+  if (resolved_method(method, rank) == SvdMethod::randomized &&
+      rank <= RandomizedSvd::kMaxSketchColumns) {
+    const RandomizedSvdOptions options;
+    const auto sketch = static_cast<uint32_t>(RandomizedSvd::sketch_columns(n, rank, options));
+    return randomized_svd_flops(height, width, sketch, static_cast<uint32_t>(rank),
+                                RandomizedSvd::iterations_for(n, rank, options));
+  }
+  return exact_svd_flops(height, width);
 }
 
 GpuSvdSolver::GpuSvdSolver(StreamView stream, cusolverDnHandle_t cusolver, cublasHandle_t cublas)
@@ -41,10 +62,7 @@ SvdReport GpuSvdSolver::solve(const SvdBatch& batch, SvdMethod method) {
     throw InternalError("invalid SVD batch shape m=" + std::to_string(batch.m) +
                         " n=" + std::to_string(batch.n) + " rank=" + std::to_string(batch.rank));
   }
-  if (method == SvdMethod::automatic) {
-    method = batch.rank <= RandomizedSvd::kMaxSketchColumns ? SvdMethod::randomized
-                                                            : SvdMethod::gesvda_batched;
-  }
+  method = resolved_method(method, batch.rank);
   SvdReport report;
   std::vector<int> exact;  // the matrices Xgesvd solves
   if (method == SvdMethod::randomized && solve_randomized(batch, report)) {

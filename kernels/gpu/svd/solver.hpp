@@ -30,6 +30,13 @@ class RandomizedSvd;
 // Short stable name for logs, tables and JSON ("gesvda_batched", ...).
 [[nodiscard]] const char* method_name(SvdMethod method) noexcept;
 
+// The method solve() starts with for a batch of this rank (automatic resolved).
+[[nodiscard]] SvdMethod resolved_method(SvdMethod method, int rank) noexcept;
+
+// Nominal flops (kernels/svd_flops.hpp) of solve() on one m x n matrix (m >= n) at `rank`: the
+// randomized solver's where it runs, a full SVD's for gesvda and Xgesvd.
+[[nodiscard]] double solve_flops(int m, int n, int rank, SvdMethod method) noexcept;
+
 class GpuSvdSolver {
  public:
   GpuSvdSolver(StreamView stream, cusolverDnHandle_t cusolver, cublasHandle_t cublas);

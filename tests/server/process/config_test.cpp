@@ -103,6 +103,7 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.max_image_bytes(), 60u << 20);
   EXPECT_EQ(config.max_message_bytes(), 64u << 20);
   EXPECT_EQ(config.max_batch_items(), 256u);
+  EXPECT_EQ(config.max_compute_ms(), 60'000u);
   EXPECT_EQ(config.host_buffer_pool_bytes(), 256u << 20);
   EXPECT_EQ(config.drain_timeout_ms(), 5000u);
   EXPECT_EQ(config.lame_duck_ms(), 1000u);
@@ -217,7 +218,10 @@ INSTANTIATE_TEST_SUITE_P(
                      "keepalive_timeout_ms must be below keepalive_time_ms"},
         InvalidField{"max_connection_idle_ms",
                      [](v1::ServerConfig& c) { c.set_max_connection_idle_ms(100'000'000); },
-                     "max_connection_idle_ms"}),
+                     "max_connection_idle_ms"},
+        InvalidField{"max_compute_ms",
+                     [](v1::ServerConfig& c) { c.set_max_compute_ms(86'400'001); },
+                     "max_compute_ms must be at most 86400000"}),
     [](const auto& test_info) { return std::string(test_info.param.name); });
 
 // Port 0 asks for any free port (tests use it); the port bound is what the server reports.
@@ -244,6 +248,15 @@ TEST(Config, ZeroLameDuckIsKept) {
   config.set_lame_duck_ms(0);
   apply_defaults(config);
   EXPECT_EQ(config.lame_duck_ms(), 0u);
+  EXPECT_NO_THROW(validate(config));
+}
+
+// So is no compute limit.
+TEST(Config, ZeroMaxComputeIsKept) {
+  v1::ServerConfig config;
+  config.set_max_compute_ms(0);
+  apply_defaults(config);
+  EXPECT_EQ(config.max_compute_ms(), 0u);
   EXPECT_NO_THROW(validate(config));
 }
 

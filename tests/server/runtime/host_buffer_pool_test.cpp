@@ -189,8 +189,11 @@ class NoOutputMemoryBackend final : public Backend {
   [[nodiscard]] std::string device_description() const override { return "test double"; }
   using Backend::decompose;
   std::vector<std::shared_ptr<const Factors>> decompose(std::span<const DecodedImage* const>,
-                                                        uint32_t) override {
+                                                        uint32_t, const StopCheck&) override {
     return {};
+  }
+  [[nodiscard]] double decompose_seconds_estimate(const ImageShape&, uint32_t) const override {
+    return 0.0;
   }
   void reconstruct(std::span<const ReconstructItem>) override {}
   [[nodiscard]] HostMemory allocate_output_memory(std::size_t) override {

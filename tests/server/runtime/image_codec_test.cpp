@@ -328,6 +328,46 @@ TEST(ImageCodec, EveryFormatIsCheckedAgainstTheLimitsAtItsHeader) {
   }
 }
 
+// Admission by compute cost sees the shape from the header: whatever the check throws refuses
+// the image before a decoder touches its data (here, data that would not decode).
+TEST(ImageCodec, TheShapeCheckSeesEveryFormatsHeaderBeforeDecoding) {
+  cv::Mat colour(48, 64, CV_8UC3, cv::Scalar(10, 20, 30));
+  std::vector<uint8_t> jpeg;
+  ASSERT_TRUE(cv::imencode(".jpg", colour, jpeg));
+  struct Case {
+    std::string name;
+    std::string bytes;
+    ImageShape shape;
+  };
+  const std::vector<Case> cases = {
+      {"png", test::png_declaring(640, 480), {640, 480, 1}},
+      {"png_rgba", test::png_header(640, 480, 6) + test::png_chunk("IEND", ""), {640, 480, 4}},
+      {"tiff", test::tiff_declaring(640, 480), {640, 480, 1}},
+      {"bmp", test::bmp_declaring(640, 480), {640, 480, 1}},
+      {"pgm", test::pgm_declaring(640, 480), {640, 480, 1}},
+      {"webp", test::webp_lossless_declaring(640, 480), {640, 480, 1}},
+      {"jpeg", std::string(jpeg.begin(), jpeg.end()), {64, 48, 3}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::optional<ImageShape> seen;
+    const ShapeCheck refuse = [&](const ImageShape& shape) {
+      seen = shape;
+      throw ResourceExhausted("too costly");
+    };
+    EXPECT_THROW((void)decode_encoded(as_span(c.bytes), ImageLimits{}, {}, refuse),
+                 ResourceExhausted);
+    EXPECT_EQ(seen, c.shape);
+  }
+  const std::string samples(std::size_t{8} * 6 * 3, '\x40');
+  std::optional<ImageShape> seen;
+  const ShapeCheck admit = [&](const ImageShape& shape) { seen = shape; };
+  const DecodedImage raw = decode_image(
+      RawPixels{8, 6, 3, SampleType::u8, as_span(samples)}, ImageLimits{}, {}, admit);
+  EXPECT_EQ(seen, (ImageShape{8, 6, 3}));
+  EXPECT_EQ(raw.shape, (ImageShape{8, 6, 3}));
+}
+
 TEST(ImageCodec, OnlyTheAcceptedFormatsAreDecoded) {
   for (const std::string& bytes : {test::radiance_hdr_8x8(), test::pfm_8x8(), test::pam_8x8(),
                                    test::sun_raster_8x8()}) {

@@ -79,6 +79,28 @@ TEST(ImageFormat, SniffsAndReadsTheSizeOfEveryAcceptedFormatAsOpenCvWritesIt) {
   }
 }
 
+// What admission counts on before decoding: never more channels than OpenCV decodes.
+TEST(ImageFormat, APngsColourTypeBoundsTheChannelsDecoded) {
+  cv::Mat rgba16;
+  noise(20, 30, CV_8UC4).convertTo(rgba16, CV_16UC4, 257.0);
+  for (const cv::Mat& image : {noise(20, 30, CV_8UC1), noise(20, 30, CV_8UC3),
+                               noise(20, 30, CV_8UC4), rgba16}) {
+    SCOPED_TRACE(image.channels());
+    const std::string bytes = encode(image, ".png");
+    const std::optional<DeclaredImage> declared =
+        read_declared_image(ImageFormat::png, as_span(bytes));
+    ASSERT_TRUE(declared);
+    const cv::Mat decoded = cv::imdecode(
+        cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<char*>(bytes.data())),
+        cv::IMREAD_UNCHANGED);
+    EXPECT_EQ(declared->min_channels, static_cast<uint32_t>(decoded.channels()));
+  }
+  const std::optional<DeclaredImage> bmp =
+      read_declared_image(ImageFormat::bmp, as_span(test::bmp_declaring(30, 20)));
+  ASSERT_TRUE(bmp);
+  EXPECT_EQ(bmp->min_channels, 1U);  // other formats: the least any decodes to
+}
+
 TEST(ImageFormat, ReadsTheSizeOfHandMadeHeaders) {
   struct Case {
     std::string name;

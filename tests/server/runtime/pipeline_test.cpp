@@ -26,6 +26,7 @@
 #include "kernels/spectrum.hpp"
 #include "server/runtime/image_codec.hpp"
 #include "test_factors.hpp"
+#include "tests/support/hostile_images.hpp"
 
 namespace svdserve {
 namespace {
@@ -170,7 +171,8 @@ class FakeBackend final : public Backend {
 
   using Backend::decompose;
   [[nodiscard]] std::vector<std::shared_ptr<const Factors>> decompose(
-      std::span<const DecodedImage* const> images, uint32_t max_rank) override {
+      std::span<const DecodedImage* const> images, uint32_t max_rank,
+      const StopCheck& stop) override {
     pass_gate();
     decompose_calls_ += 1;
     decompose_images_ += images.size();
@@ -182,13 +184,24 @@ class FakeBackend final : public Backend {
       }
       if (image->is_jpeg()) jpeg_images_ += 1;
     }
+    // Asked once per image, as the CPU backend asks before each plane.
     std::vector<std::shared_ptr<const Factors>> factors;
-    for (const DecodedImage* image : images) {
-      const uint32_t rank = std::min(max_rank, image->shape.full_rank());
-      factors.push_back(
-          fakes::make_test_factors(image->shape, rank, factor_bytes_f32(image->shape, rank)));
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      const ImageShape& shape = images[i]->shape;
+      const uint32_t rank = std::min(max_rank, shape.full_rank());
+      factors.push_back(stop && stop(i) ? nullptr
+                                        : fakes::make_test_factors(shape, rank,
+                                                                   factor_bytes_f32(shape, rank)));
     }
     return factors;
+  }
+
+  // What set_seconds_estimate says, for any shape; records what it was asked.
+  [[nodiscard]] double decompose_seconds_estimate(const ImageShape& shape,
+                                                  uint32_t rank) const override {
+    std::lock_guard lock(mutex_);
+    estimated_.emplace_back(shape, rank);
+    return seconds_estimate_;
   }
 
   // Writes the rank into every byte, so a test can tell whose pixels it got.
@@ -228,6 +241,14 @@ class FakeBackend final : public Backend {
     return changed_.wait_for(lock, kPatience, [&] { return entered_ >= calls; });
   }
 
+  void set_seconds_estimate(double seconds) {
+    std::lock_guard lock(mutex_);
+    seconds_estimate_ = seconds;
+  }
+  [[nodiscard]] std::vector<std::pair<ImageShape, uint32_t>> estimated() const {
+    std::lock_guard lock(mutex_);
+    return estimated_;
+  }
   void set_fail_decompose(bool fail) { fail_decompose_ = fail; }
   void set_fail_reconstruct(bool fail) { fail_reconstruct_ = fail; }
   void set_reject_u16(bool reject) { reject_u16_ = reject; }
@@ -246,10 +267,13 @@ class FakeBackend final : public Backend {
     changed_.wait(lock, [&] { return gate_open_; });
   }
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   bool gate_open_ = true;  // guarded by mutex_
   int entered_ = 0;        // guarded by mutex_
+  double seconds_estimate_ = 0.0;  // guarded by mutex_
+  // What decompose_seconds_estimate was asked, guarded by mutex_ (that call is const).
+  mutable std::vector<std::pair<ImageShape, uint32_t>> estimated_;
   std::atomic<bool> fail_decompose_{false};
   std::atomic<bool> fail_reconstruct_{false};
   std::atomic<bool> reject_u16_{false};
@@ -633,7 +657,55 @@ class FakePipeline : public ::testing::Test {
     job->on_done = completions_.handler(name);
     pipeline.submit(std::move(job));
   }
+
+  // A batch of three in the backend: one call is cancelled and one passes its deadline while it
+  // computes. Those two are answered without factors, the third finishes.
+  void expect_stopped_jobs_answered(JobKind kind);
 };
+
+void FakePipeline::expect_stopped_jobs_answered(JobKind kind) {
+  PipelineOptions options = small_options();
+  options.worker_threads = 1;
+  options.batcher = {.max_batch_size = 3, .max_queue_delay = kForever};  // one batch of three
+  Pipeline pipeline(options, backend_, store_, metrics_);
+  backend_.close_gate();
+  const auto make = [&](const std::string& name) {
+    return kind == JobKind::decompose ? decompose_job(small_input(), name, 4)
+                                      : compress_job(small_input(), {.rank = 2});
+  };
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  JobPtr gives_up = make("gives-up");
+  gives_up->is_cancelled = [cancelled] { return cancelled->load(); };
+  JobPtr late = make("late");
+  // Long enough to reach the backend, the only check that can see it pass.
+  late->deadline = Clock::now() + 1s;
+  const Clock::time_point deadline = late->deadline;
+  submit(pipeline, std::move(gives_up), "gives-up");
+  submit(pipeline, std::move(late), "late");
+  submit(pipeline, make("finishes"), "finishes");
+  ASSERT_TRUE(backend_.wait_until_entered(1));
+  cancelled->store(true);
+  std::this_thread::sleep_until(deadline + 1ms);  // the condition itself: the deadline passed
+  backend_.open_gate();
+  ASSERT_TRUE(completions_.wait_for(3));
+
+  EXPECT_EQ(backend_.decompose_calls(), 1) << "one batch of three";
+  EXPECT_EQ(backend_.decompose_images(), 3U);
+  const Outcome gives_up_outcome = completions_.get("gives-up");
+  EXPECT_EQ(gives_up_outcome.code, Code::cancelled) << gives_up_outcome.message;
+  const Outcome late_outcome = completions_.get("late");
+  EXPECT_EQ(late_outcome.code, Code::deadline_exceeded) << late_outcome.message;
+  const std::string computing = std::string("while the ") + job_kind_name(kind) +
+                                " job was computing";
+  EXPECT_NE(late_outcome.message.find(computing), std::string::npos) << late_outcome.message;
+  const Outcome finishes = completions_.get("finishes");
+  EXPECT_EQ(finishes.code, Code::ok) << finishes.message;
+  for (const char* name : {"gives-up", "late", "finishes"}) {
+    EXPECT_EQ(completions_.get(name).calls, 1) << name;
+  }
+  EXPECT_FALSE(store_.info("gives-up"));
+  EXPECT_FALSE(store_.info("late"));
+}
 
 TEST_F(FakePipeline, CancelledJobsNeverReachTheBackend) {
   Pipeline pipeline(small_options(), backend_, store_, metrics_);
@@ -722,6 +794,89 @@ TEST_F(FakePipeline, DeadlinePassingWhileQueuedIsDeadlineExceeded) {
   ASSERT_TRUE(completions_.wait_for(2));
   EXPECT_EQ(completions_.get("late").code, Code::deadline_exceeded);
   EXPECT_EQ(backend_.reconstruct_items(), 1u);
+}
+
+// A PNG whose header declares width x height RGBA and whose data does not decode: a refusal
+// by its header alone is not the decoder's.
+std::string undecodable_rgba_png(uint32_t width, uint32_t height) {
+  constexpr uint8_t kRgba = 6;
+  return svdserve::test::png_header(width, height, kRgba) +
+         svdserve::test::png_chunk("IDAT", std::string("\x78\x9c\x63\x00\x00", 5)) +
+         svdserve::test::png_chunk("IEND", "");
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_F(FakePipeline, ComputeOverMaxComputeIsRefusedFromTheHeaderBeforeDecoding) {
+  PipelineOptions options = small_options();
+  options.max_compute = 60s;
+  Pipeline pipeline(options, backend_, store_, metrics_);
+  backend_.set_seconds_estimate(61.0);
+  inputs_.push_back(undecodable_rgba_png(640, 480));
+  submit(pipeline, decompose_job(encoded(inputs_.back()), "d", 64), "decompose");
+  submit(pipeline, compress_job(encoded(inputs_.back()), {.energy_fraction = 1.0}), "energy");
+  submit(pipeline, compress_job(encoded(inputs_.back()), {.rank = 8}), "rank");
+  ASSERT_TRUE(completions_.wait_for(3));
+
+  for (const char* name : {"decompose", "energy", "rank"}) {
+    const Outcome outcome = completions_.get(name);
+    EXPECT_EQ(outcome.code, Code::resource_exhausted) << name << ": " << outcome.message;
+    EXPECT_TRUE(contains(outcome.message, "640x480")) << outcome.message;
+    EXPECT_TRUE(contains(outcome.message, "61.0 s")) << outcome.message;
+    EXPECT_TRUE(contains(outcome.message, "max_compute_ms of 60000")) << outcome.message;
+  }
+  EXPECT_TRUE(contains(completions_.get("energy").message, "instead of energy_fraction"));
+  EXPECT_TRUE(contains(completions_.get("decompose").message, "lower max_rank"));
+  // From the header: RGBA by its colour type; an energy fraction decomposes at full rank.
+  std::vector<std::pair<ImageShape, uint32_t>> estimated = backend_.estimated();
+  std::ranges::sort(estimated, {}, [](const auto& asked) { return asked.second; });
+  const ImageShape rgba{640, 480, 4};
+  EXPECT_EQ(estimated, (std::vector<std::pair<ImageShape, uint32_t>>{
+                           {rgba, 8}, {rgba, 64}, {rgba, 480}}));
+  EXPECT_EQ(backend_.decompose_calls(), 0);
+}
+
+TEST_F(FakePipeline, ComputeOverTheTimeLeftIsDeadlineExceeded) {
+  PipelineOptions options = small_options();
+  options.max_compute = 60s;
+  Pipeline pipeline(options, backend_, store_, metrics_);
+  backend_.set_seconds_estimate(30.0);
+  inputs_.push_back(undecodable_rgba_png(640, 480));
+  JobPtr hurried = decompose_job(encoded(inputs_.back()), "hurried", 64);
+  hurried->deadline = Clock::now() + 10s;
+  submit(pipeline, std::move(hurried), "hurried");
+  submit(pipeline, decompose_job(encoded(inputs_.back()), "patient", 64), "patient");
+  ASSERT_TRUE(completions_.wait_for(2));
+
+  const Outcome hurried_outcome = completions_.get("hurried");
+  EXPECT_EQ(hurried_outcome.code, Code::deadline_exceeded) << hurried_outcome.message;
+  EXPECT_TRUE(contains(hurried_outcome.message, "30.0 s of compute")) << hurried_outcome.message;
+  EXPECT_TRUE(contains(hurried_outcome.message, "s left; allow a longer deadline"))
+      << hurried_outcome.message;
+  // Within max_compute and without a deadline: admitted, then refused by the decoder.
+  EXPECT_EQ(completions_.get("patient").code, Code::invalid_argument);
+}
+
+TEST_F(FakePipeline, MaxComputeZeroAdmitsAnyEstimate) {
+  PipelineOptions options = small_options();
+  options.max_compute = 0ms;
+  Pipeline pipeline(options, backend_, store_, metrics_);
+  backend_.set_seconds_estimate(1e9);
+  submit(pipeline, decompose_job(small_input(), "d", 4), "decompose");
+  submit(pipeline, compress_job(small_input(), {.energy_fraction = 0.9}), "compress");
+  ASSERT_TRUE(completions_.wait_for(2));
+  EXPECT_EQ(completions_.get("decompose").code, Code::ok) << completions_.get("decompose").message;
+  EXPECT_EQ(completions_.get("compress").code, Code::ok) << completions_.get("compress").message;
+}
+
+TEST_F(FakePipeline, DecomposeJobsStoppedWhileComputingAreAnsweredAndTheirBatchFinishes) {
+  expect_stopped_jobs_answered(JobKind::decompose);
+}
+
+TEST_F(FakePipeline, CompressJobsStoppedWhileComputingAreAnsweredAndTheirBatchFinishes) {
+  expect_stopped_jobs_answered(JobKind::compress);
 }
 
 TEST_F(FakePipeline, FullQueueRefusesAtSubmitOnTheCallingThread) {
