@@ -59,7 +59,7 @@ std::vector<FolderEntry> list_images(const fs::path& folder, bool recursive) {
         if (entry_error) {
           skipped = path.string() + " could not be read: " + entry_error.message();
         } else if (type != fs::file_type::regular) {
-          skipped = not_a_regular_file("'" + path.string() + "'", type);
+          skipped = not_a_regular_file(path.string(), type);
         }
         entries.push_back({path, std::move(skipped)});
       }
