@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "png_of_zeros.hpp"
+#include "measured_call.hpp"
 #include "process.hpp"
 #include "server_fixture.hpp"
-#include "server_process.hpp"
 #include "tests/test_paths.hpp"
 
 namespace svdserve::testing {
@@ -64,12 +64,6 @@ v1::DecomposeRequest random_raw(uint32_t size, uint32_t channels, const std::str
   return request;
 }
 
-struct Answer {
-  grpc::Status status;
-  Seconds took{0};
-  int64_t peak_growth_bytes = 0;
-};
-
 class ComputeBudgetTest : public ::testing::Test {
  protected:
   void start(const std::vector<std::string>& extra) {
@@ -93,26 +87,13 @@ class ComputeBudgetTest : public ::testing::Test {
     return std::make_unique<Client>(address(), options);
   }
 
-  Answer measure(const std::function<grpc::Status()>& call) const {
-    const int64_t peak_before = static_cast<int64_t>(memory_of(server_->pid()).peak_rss_bytes);
-    const auto start = std::chrono::steady_clock::now();
-    Answer answer;
-    answer.status = call();
-    answer.took = std::chrono::steady_clock::now() - start;
-    answer.peak_growth_bytes = static_cast<int64_t>(memory_of(server_->pid()).peak_rss_bytes) - peak_before;
-    return answer;
+  MeasuredCall measure(const std::function<grpc::Status()>& call) const {
+    return measure_call(server_->pid(), call);
   }
 
-  // Refused by the server itself (its message has every part), fast and without the memory.
-  static void expect_refused(const Answer& answer, grpc::StatusCode code,
+  static void expect_refused(const MeasuredCall& call, grpc::StatusCode code,
                              const std::vector<std::string>& parts) {
-    EXPECT_EQ(answer.status.error_code(), code) << answer.status.error_message();
-    for (const std::string& part : parts) {
-      EXPECT_NE(answer.status.error_message().find(part), std::string::npos)
-          << "no '" << part << "' in: " << answer.status.error_message();
-    }
-    EXPECT_LT(answer.took, kMaxRefusalTime);
-    EXPECT_LT(answer.peak_growth_bytes, kMaxPeakGrowthBytes);
+    svdserve::testing::expect_refused(call, code, parts, kMaxRefusalTime, kMaxPeakGrowthBytes);
   }
 
   void expect_still_serving() const {

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "png_of_zeros.hpp"
+#include "measured_call.hpp"
 #include "process.hpp"
-#include "server_process.hpp"
 #include "server_fixture.hpp"
 #include "tests/client/temp_folder.hpp"
 #include "tests/support/hostile_images.hpp"
@@ -77,12 +77,6 @@ std::vector<float> signed_values(std::size_t count, float magnitude, unsigned se
   return values;
 }
 
-struct Answer {
-  grpc::Status status;
-  std::chrono::milliseconds took{0};
-  int64_t peak_growth_bytes = 0;
-};
-
 class HostileInputsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -116,36 +110,17 @@ class HostileInputsTest : public ::testing::Test {
 
   [[nodiscard]] std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
-  // The server's peak resident memory so far (VmHWM), in bytes.
-  [[nodiscard]] int64_t peak_resident_bytes() const {
-    return static_cast<int64_t>(memory_of(server_->pid()).peak_rss_bytes);
+  MeasuredCall measure(const std::function<grpc::Status()>& call) const {
+    return measure_call(server_->pid(), call);
   }
 
-  Answer measure(const std::function<grpc::Status()>& call) const {
-    const int64_t peak_before = peak_resident_bytes();
-    const auto start = std::chrono::steady_clock::now();
-    Answer answer;
-    answer.status = call();
-    answer.took = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now() - start);
-    answer.peak_growth_bytes = peak_resident_bytes() - peak_before;
-    return answer;
-  }
-
-  Answer decompose(const std::string& bytes) const {
+  MeasuredCall decompose(const std::string& bytes) const {
     return measure([&] { return client_->decompose(bytes).status(); });
   }
 
-  // Refused with `code` and a message holding every part, within the bounds.
-  static void expect_refused(const Answer& answer, grpc::StatusCode code,
+  static void expect_refused(const MeasuredCall& call, grpc::StatusCode code,
                              const std::vector<std::string>& parts) {
-    EXPECT_EQ(answer.status.error_code(), code) << answer.status.error_message();
-    for (const std::string& part : parts) {
-      EXPECT_NE(answer.status.error_message().find(part), std::string::npos)
-          << "no '" << part << "' in: " << answer.status.error_message();
-    }
-    EXPECT_LT(answer.took, kMaxAnswerTime);
-    EXPECT_LT(answer.peak_growth_bytes, kMaxPeakGrowthBytes);
+    svdserve::testing::expect_refused(call, code, parts, kMaxAnswerTime, kMaxPeakGrowthBytes);
   }
 
   void expect_still_serving() const {
