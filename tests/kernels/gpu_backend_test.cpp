@@ -11,7 +11,10 @@
 #include <gtest/gtest.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <limits>
@@ -345,6 +348,58 @@ TEST_F(GpuBackendBehaviourTest, ConcurrentCallersOnAllStreamsAgree) {
     }));
   }
   for (auto& caller : callers) EXPECT_TRUE(caller.get());
+}
+
+// The server's mixed load, in one process: batched reconstructs of an image whose last pair of
+// tiles has one tile past the image (868 x 600: 7 column tiles, so a consumer of the wgmma kernel
+// idles there) while full-rank decompositions (gesvda) share the SMs. A consumer that idled
+// without keeping its warps together lost one of them on the ring's barriers and hung the stream
+// within seconds. A hung kernel cannot be cancelled: past the deadline the process ends here.
+TEST_F(GpuBackendBehaviourTest, ReconstructsBesideDecompositionsFinishAndAgree) {
+  gpu::GpuBackendOptions options;
+  options.streams = 4;
+  auto backend = gpu::make_gpu_backend(options);
+  const ImageF32 building = image_from_mat(read_test_image("building.jpg", -1));
+  const ImageF32 home = image_from_mat(read_test_image("home.jpg", -1));
+  const ImageF32* building_pointer = &building;
+  const ImageF32* home_pointer = &home;
+  const auto factors = backend->decompose(std::span(&building_pointer, 1), 64).at(0);
+  const auto expected = reconstruct_u8(*backend, *factors, 32);
+  constexpr int kBatchItems = 8;
+  constexpr int kBatches = 150;
+  constexpr int kDecompositions = 12;
+  std::vector<std::future<bool>> workers;
+  for (int t = 0; t < 2; ++t) {
+    workers.push_back(std::async(std::launch::async, [&] {
+      bool same = true;
+      for (int b = 0; b < kBatches; ++b) {
+        std::vector<std::vector<uint8_t>> outputs(kBatchItems,
+                                                  std::vector<uint8_t>(expected.size(), 0xAB));
+        std::vector<ReconstructItem> items;
+        for (auto& output : outputs) {
+          items.push_back({factors.get(), 32, OutputPixels::u8,
+                           std::as_writable_bytes(std::span(output))});
+        }
+        backend->reconstruct(items);
+        for (const auto& output : outputs) same &= output == expected;
+      }
+      return same;
+    }));
+    workers.push_back(std::async(std::launch::async, [&] {
+      for (int d = 0; d < kDecompositions; ++d) {
+        if (backend->decompose(std::span(&home_pointer, 1), 256).at(0) == nullptr) return false;
+      }
+      return true;
+    }));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  for (auto& worker : workers) {
+    if (worker.wait_until(deadline) != std::future_status::ready) {
+      std::fprintf(stderr, "a reconstruct or decompose never finished: the GPU is hung\n");
+      std::_Exit(1);
+    }
+    EXPECT_TRUE(worker.get());
+  }
 }
 
 // The decoder's samples go to the device as they are and become floats there: u8, u16 and f32

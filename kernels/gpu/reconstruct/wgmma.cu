@@ -289,6 +289,17 @@ __device__ __forceinline__ void sync_consumer(uint32_t consumer) {
   detail::sync_named_barrier<kWarpgroupThreads>(1 + consumer);
 }
 
+// Thread 0 of a consumer hands a stage back for its whole warpgroup, so every warp must have
+// waited for the step first. Where the warpgroup multiplied, its warpgroup-wide wgmmas order that;
+// where its tile is past the image only the waits run, and a warp delayed by more than a round of
+// the ring (other kernels on the SM) waits on a phase that has already turned twice: forever.
+template <uint32_t kStages>
+__device__ __forceinline__ void hand_back(const Ring<kStages>& ring, uint32_t stage,
+                                          uint32_t consumer, bool multiplied) {
+  if (!multiplied) sync_consumer(consumer);
+  if (threadIdx.x % kWarpgroupThreads == 0) detail::arrive(ring.empty + stage);
+}
+
 // Consumer 1 starts stagger_steps() + 1 k-steps behind consumer 0 (named barrier 3: 0 is
 // __syncthreads, 1-2 sync_consumer). Why: both consumers take every step of the one ring, so
 // started together they drain, round and copy out at the same moments, with the tensor cores and
@@ -531,12 +542,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         if (slice != 0) {
           detail::wait_wgmma<1>();  // the previous step's wgmmas: its stage is free
-          if (thread == 0) detail::arrive(ring.empty + previous_stage);
+          hand_back(ring, previous_stage, consumer, in_image);
         }
         previous_stage = stage;
       }
       detail::wait_wgmma<0>();
-      if (thread == 0) detail::arrive(ring.empty + previous_stage);
+      hand_back(ring, previous_stage, consumer, in_image);
       detail::pin_accumulators(top);
       detail::pin_accumulators(bottom);
 
