@@ -55,6 +55,7 @@ enum class Code {
   ok,
   invalid_argument,
   not_found,
+  permission_denied,
   resource_exhausted,
   failed_precondition,
   unavailable,
@@ -66,9 +67,9 @@ enum class Code {
 
 const char* name_of(Code code) {
   constexpr const char* kNames[] = {"ok",          "invalid_argument",  "not_found",
-                                    "resource_exhausted", "failed_precondition", "unavailable",
-                                    "deadline_exceeded",  "cancelled",           "internal",
-                                    "untyped"};
+                                    "permission_denied", "resource_exhausted",
+                                    "failed_precondition", "unavailable", "deadline_exceeded",
+                                    "cancelled", "internal", "untyped"};
   return kNames[static_cast<int>(code)];
 }
 std::ostream& operator<<(std::ostream& out, Code code) { return out << name_of(code); }
@@ -77,6 +78,7 @@ Code code_of(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::invalid_argument: return Code::invalid_argument;
     case ErrorKind::not_found: return Code::not_found;
+    case ErrorKind::permission_denied: return Code::permission_denied;
     case ErrorKind::resource_exhausted: return Code::resource_exhausted;
     case ErrorKind::failed_precondition: return Code::failed_precondition;
     case ErrorKind::unavailable: return Code::unavailable;
