@@ -13,6 +13,7 @@
 #include "kernels/errors.hpp"
 #include "server/process/listen_address.hpp"
 #include "server/process/logging.hpp"
+#include "server/runtime/load_roots.hpp"
 
 namespace svdserve {
 namespace {
@@ -153,6 +154,9 @@ void validate(const v1::ServerConfig& c) {
               c.min_client_ping_interval_ms() <= kMaxMs,
           "max_connection_idle_ms, keepalive_time_ms and min_client_ping_interval_ms must be at "
           "most a day (86400000)");
+  for (const std::string& root : c.load_roots()) {
+    if (const auto problem = load_root_problem(root)) problems.push_back("load_roots: " + *problem);
+  }
   try {
     set_log_level(c.log_level());
   } catch (const Error& e) {

@@ -24,6 +24,7 @@
 
 #include "kernels/errors.hpp"
 #include "kernels/spectrum.hpp"
+#include "server/runtime/confined_folder.hpp"
 #include "server/runtime/image_codec.hpp"
 #include "test_factors.hpp"
 
@@ -287,10 +288,14 @@ JobPtr decompose_job(ImageSource source, std::string id, uint32_t max_rank) {
   return job;
 }
 
+// A file below its folder, opened as LoadDirectory opens a load root.
 JobPtr decompose_file_job(const std::filesystem::path& path, std::string id, uint32_t max_rank) {
   auto job = std::make_unique<Job>();
   job->kind = JobKind::decompose;
-  job->source = ImageFile{path.string()};
+  const std::string folder = std::filesystem::canonical(path.parent_path()).string();
+  job->source = ImageFile{
+      std::make_shared<const ConfinedFolder>(ConfinedFolder::open_absolute(folder)),
+      path.filename().string()};
   job->image_id = std::move(id);
   job->max_rank = max_rank;
   return job;
