@@ -101,6 +101,7 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.evicted_history() == 0) c.set_evicted_history(1024);
   if (c.metrics_host().empty()) c.set_metrics_host("127.0.0.1");  // this host only
   if (c.max_images() == 0) c.set_max_images(1'000'000);
+  if (!c.has_reflection()) c.set_reflection(true);  // grpcurl and ghz work out of the box
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
 }

@@ -33,6 +33,13 @@ std::string absolute_path(const std::string& path) {
   return absolute;
 }
 
+bool parse_bool(const std::string& flag, const std::string& value) {
+  if (value != "true" && value != "false") {
+    throw InvalidArgument("--" + flag + " must be true or false, got '" + value + "'");
+  }
+  return value == "true";
+}
+
 using Setter = std::function<void(v1::ServerConfig&, const std::string& flag, const std::string&)>;
 
 const std::map<std::string, Setter>& setters() {
@@ -81,6 +88,7 @@ const std::map<std::string, Setter>& setters() {
       {"drain-timeout-ms", [](auto& c, auto& f, auto& v) { c.set_drain_timeout_ms(static_cast<uint32_t>(parse_number(f, v))); }},
       {"lame-duck-ms", [](auto& c, auto& f, auto& v) { c.set_lame_duck_ms(static_cast<uint32_t>(parse_number(f, v))); }},
       {"load-root", [](auto& c, auto&, auto& v) { c.add_load_roots(absolute_path(v)); }},
+      {"reflection", [](auto& c, auto& f, auto& v) { c.set_reflection(parse_bool(f, v)); }},
   };
   return table;
 }
@@ -153,6 +161,7 @@ usage: svdserve [--config FILE] [flags]
   --lame-duck-ms N          after the signal, health NOT_SERVING but calls still answered
                             (default 1000, within the drain timeout; 0: none)
   --log-level LEVEL         trace, debug, info, warn, error
+  --reflection true|false   gRPC server reflection, for grpcurl and ghz (default true)
   --version, --help
 
 Flags override the config file. SIGINT/SIGTERM: health NOT_SERVING for the lame duck, then

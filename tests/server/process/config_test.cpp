@@ -118,6 +118,7 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.keepalive_time_ms(), 60'000u);
   EXPECT_EQ(config.keepalive_timeout_ms(), 20'000u);
   EXPECT_EQ(config.min_client_ping_interval_ms(), 10'000u);
+  EXPECT_TRUE(config.reflection());
   EXPECT_TRUE(config.load_roots().empty());
   EXPECT_NO_THROW(validate(config));
 
@@ -246,6 +247,14 @@ TEST(Config, ZeroLameDuckIsKept) {
   apply_defaults(config);
   EXPECT_EQ(config.lame_duck_ms(), 0u);
   EXPECT_NO_THROW(validate(config));
+}
+
+// Reflection off is a choice, not "unset".
+TEST(Config, ReflectionOffIsKept) {
+  v1::ServerConfig config;
+  config.set_reflection(false);
+  apply_defaults(config);
+  EXPECT_FALSE(config.reflection());
 }
 
 TEST(Config, LoadRootsMustBeExistingFoldersByTheirOwnPaths) {

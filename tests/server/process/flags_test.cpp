@@ -108,6 +108,19 @@ TEST(Flags, RelativeLoadPathsAreMadeAbsolute) {
   EXPECT_EQ(config.load_roots(1), here + "/photos");
 }
 
+TEST(Flags, ReflectionIsTrueOrFalse) {
+  v1::ServerConfig config;
+  apply_overrides(parse({"--reflection", "false"}), config);
+  EXPECT_TRUE(config.has_reflection());
+  EXPECT_FALSE(config.reflection());
+  apply_overrides(parse({"--reflection=true"}), config);
+  EXPECT_TRUE(config.reflection());
+  const std::string message =
+      invalid_argument_message([&] { apply_overrides(parse({"--reflection", "off"}), config); });
+  EXPECT_NE(message.find("--reflection must be true or false, got 'off'"), std::string::npos)
+      << message;
+}
+
 TEST(Flags, CpuSvdNamesTheMethodsItKnows) {
   v1::ServerConfig config;
   apply_overrides(parse({"--cpu-svd=exact"}), config);
@@ -203,7 +216,7 @@ TEST(Flags, UsageMentionsEveryFlag) {
        {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders", "--encoders", "--cpu-compute-threads",
         "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
         "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--gpu-jpeg", "--metrics-port", "--metrics-host", "--drain-timeout-ms", "--lame-duck-ms", "--log-level", "--version",
-        "--load-root",
+        "--load-root", "--reflection",
         "--help"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
