@@ -10,6 +10,7 @@ namespace svdserve {
 enum class ErrorKind {
   invalid_argument,     // The request is malformed or out of limits.
   not_found,            // Unknown or evicted image id.
+  permission_denied,    // Outside what this server lets a client reach (LoadDirectory's roots).
   resource_exhausted,   // Queue full, memory budget, message size.
   failed_precondition,  // The operation is not possible in this server state (e.g. no GPU).
   unavailable,          // Shutting down.
@@ -35,6 +36,7 @@ class Error : public std::runtime_error {
 
 SVDSERVE_DEFINE_ERROR(InvalidArgument, ErrorKind::invalid_argument)
 SVDSERVE_DEFINE_ERROR(NotFound, ErrorKind::not_found)
+SVDSERVE_DEFINE_ERROR(PermissionDenied, ErrorKind::permission_denied)
 SVDSERVE_DEFINE_ERROR(ResourceExhausted, ErrorKind::resource_exhausted)
 SVDSERVE_DEFINE_ERROR(FailedPrecondition, ErrorKind::failed_precondition)
 SVDSERVE_DEFINE_ERROR(Unavailable, ErrorKind::unavailable)

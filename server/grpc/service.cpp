@@ -34,7 +34,8 @@ void check_has_image(const v1::ImageInput& image) {
 
 SvdService::SvdService(ServiceContext context)
     : context_(context),
-      ranks_(context.config.default_max_rank(), context.config.max_rank()) {}
+      ranks_(context.config.default_max_rank(), context.config.max_rank()),
+      load_roots_({context.config.load_roots().begin(), context.config.load_roots().end()}) {}
 
 SvdService::~SvdService() {
   std::lock_guard lock(directory_loads_mutex_);

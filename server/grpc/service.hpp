@@ -20,6 +20,7 @@
 #include "server/grpc/unsent_bytes_budget.hpp"
 #include "server/runtime/factor_store.hpp"
 #include "server/runtime/job.hpp"
+#include "server/runtime/load_roots.hpp"
 #include "server/runtime/pipeline.hpp"
 #include "server/runtime/rank_validator.hpp"
 #include "svdserve/v1/config.pb.h"
@@ -177,6 +178,7 @@ class SvdService final : public SvdServiceBase {
 
   ServiceContext context_;
   const RankValidator ranks_;
+  const LoadRoots load_roots_;  // what LoadDirectory may read
   std::atomic<bool> draining_{false};  // set under open_streams_mutex_, read without it
   std::mutex open_streams_mutex_;
   std::set<OpenStream*> open_streams_;  // guarded by open_streams_mutex_

@@ -13,6 +13,7 @@
 #include "kernels/errors.hpp"
 #include "server/process/listen_address.hpp"
 #include "server/process/logging.hpp"
+#include "server/runtime/load_roots.hpp"
 
 namespace svdserve {
 namespace {
@@ -101,6 +102,7 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.evicted_history() == 0) c.set_evicted_history(1024);
   if (c.metrics_host().empty()) c.set_metrics_host("127.0.0.1");  // this host only
   if (c.max_images() == 0) c.set_max_images(1'000'000);
+  if (!c.has_reflection()) c.set_reflection(true);  // grpcurl and ghz work out of the box
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
 }
@@ -157,6 +159,9 @@ void validate(const v1::ServerConfig& c) {
   // A day: past it a limit does not bound anything a client would wait for.
   require(c.max_compute_ms() <= 86'400'000,
           "max_compute_ms must be at most 86400000 (0: no limit)");
+  for (const std::string& root : c.load_roots()) {
+    if (const auto problem = load_root_problem(root)) problems.push_back("load_roots: " + *problem);
+  }
   try {
     set_log_level(c.log_level());
   } catch (const Error& e) {

@@ -1,6 +1,5 @@
 #include "server/process/server.hpp"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
 
@@ -13,6 +12,7 @@
 #include "server/process/backend_selection.hpp"
 #include "server/process/listen_address.hpp"
 #include "server/process/prometheus_text.hpp"
+#include "server/process/reflection_option.hpp"
 #include "server/runtime/logger.hpp"
 
 namespace svdserve {
@@ -103,8 +103,8 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   // Ours instead of gRPC's default health service, which holds Watch calls open through a drain.
   grpc::EnableDefaultHealthCheckService(false);
   health_ = std::make_unique<HealthService>(std::vector<std::string>{kServiceName});
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<ReflectionOption>(config_.reflection()));
   builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(), &port_);
   // gRPC sets SO_REUSEPORT by default: a second server would bind the same port and take half
   // of the new connections. It must fail to start instead.
@@ -126,11 +126,12 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   set_serving(false);  // until startup work (e.g. --load-dir) is done
   log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} "
              "workers={} loaders={} encoders={} cpu_compute_threads={} max_batch_size={} "
-             "max_queue_delay_us={}",
+             "max_queue_delay_us={} reflection={} load_roots={}",
              config_.listen_address(), port_, metrics_port(), backend_->name(),
              backend_->device_description(), budget, config_.worker_threads(),
              config_.loader_threads(), config_.encoder_threads(), config_.cpu_compute_threads(),
-             config_.max_batch_size(), config_.max_queue_delay_us());
+             config_.max_batch_size(), config_.max_queue_delay_us(), config_.reflection(),
+             config_.load_roots_size());
 }
 
 Server::~Server() { shutdown(); }

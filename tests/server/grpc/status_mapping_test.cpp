@@ -29,6 +29,7 @@ INSTANTIATE_TEST_SUITE_P(
     Kinds, StatusMappingKind,
     ::testing::Values(KindCase{ErrorKind::invalid_argument, grpc::StatusCode::INVALID_ARGUMENT},
                       KindCase{ErrorKind::not_found, grpc::StatusCode::NOT_FOUND},
+                      KindCase{ErrorKind::permission_denied, grpc::StatusCode::PERMISSION_DENIED},
                       KindCase{ErrorKind::resource_exhausted, grpc::StatusCode::RESOURCE_EXHAUSTED},
                       KindCase{ErrorKind::failed_precondition,
                                grpc::StatusCode::FAILED_PRECONDITION},
@@ -43,6 +44,8 @@ TEST(StatusMapping, TypedErrorsMapThroughTheirBaseClass) {
             grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(to_status(std::make_exception_ptr(NotFound("x"))).error_code(),
             grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(to_status(std::make_exception_ptr(PermissionDenied("x"))).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(to_status(std::make_exception_ptr(ResourceExhausted("x"))).error_code(),
             grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(to_status(std::make_exception_ptr(Unavailable("x"))).error_code(),

@@ -119,6 +119,8 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.keepalive_time_ms(), 60'000u);
   EXPECT_EQ(config.keepalive_timeout_ms(), 20'000u);
   EXPECT_EQ(config.min_client_ping_interval_ms(), 10'000u);
+  EXPECT_TRUE(config.reflection());
+  EXPECT_TRUE(config.load_roots().empty());
   EXPECT_NO_THROW(validate(config));
 
   // Idempotent.
@@ -258,6 +260,39 @@ TEST(Config, ZeroMaxComputeIsKept) {
   apply_defaults(config);
   EXPECT_EQ(config.max_compute_ms(), 0u);
   EXPECT_NO_THROW(validate(config));
+}
+
+// Reflection off is a choice, not "unset".
+TEST(Config, ReflectionOffIsKept) {
+  v1::ServerConfig config;
+  config.set_reflection(false);
+  apply_defaults(config);
+  EXPECT_FALSE(config.reflection());
+}
+
+TEST(Config, LoadRootsMustBeExistingFoldersByTheirOwnPaths) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::canonical(fs::temp_directory_path()) /
+                          ("svdserve_config_roots_" + std::to_string(::getpid()));
+  fs::create_directories(folder / "real");
+  fs::create_directory_symlink(folder / "real", folder / "link");
+  v1::ServerConfig config = defaults();
+  config.add_load_roots((folder / "real").string());
+  EXPECT_NO_THROW(validate(config));
+
+  for (const std::string& root : {std::string("relative/images"), (folder / "missing").string(),
+                                  (folder / "link").string()}) {
+    v1::ServerConfig broken = config;
+    broken.add_load_roots(root);
+    const std::string message = validation_message(broken);
+    EXPECT_NE(message.find("load_roots: '" + root + "'"), std::string::npos) << message;
+  }
+  v1::ServerConfig linked = config;
+  linked.add_load_roots((folder / "link").string());
+  EXPECT_NE(validation_message(linked).find("name the folder by its own path, '" +
+                                            (folder / "real").string() + "'"),
+            std::string::npos);
+  fs::remove_all(folder);
 }
 
 TEST(Config, SyntaxErrorNamesTheLine) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <initializer_list>
 #include <limits>
 #include <string>
@@ -82,6 +83,45 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_TRUE(config.has_max_compute_ms());
   EXPECT_EQ(config.max_compute_ms(), 0u);
   EXPECT_EQ(config.max_rank(), 77u);
+}
+
+// --load-dir DIR is a load root too, so that `svdserve --load-dir /data` just works.
+TEST(Flags, LoadRootsAddToTheConfigsAndLoadDirIsOne) {
+  v1::ServerConfig config;
+  config.add_load_roots("/from/config");
+  apply_overrides(parse({"--load-root", "/images", "--load-root=/more/", "--load-dir", "/data"}),
+                  config);
+  EXPECT_EQ(std::vector<std::string>(config.load_roots().begin(), config.load_roots().end()),
+            (std::vector<std::string>{"/from/config", "/images", "/more", "/data"}));
+
+  v1::ServerConfig once;
+  apply_overrides(parse({"--load-root", "/data", "--load-dir", "/data/"}), once);
+  EXPECT_EQ(once.load_roots_size(), 1);
+}
+
+// Paths on the command line are relative to the working folder, as a shell user expects.
+TEST(Flags, RelativeLoadPathsAreMadeAbsolute) {
+  const std::string here = std::filesystem::current_path().string();
+  const CommandLine command_line = parse({"--load-root", "images", "--load-dir", "photos/"});
+  EXPECT_EQ(command_line.load_dir, here + "/photos");
+  v1::ServerConfig config;
+  apply_overrides(command_line, config);
+  ASSERT_EQ(config.load_roots_size(), 2);
+  EXPECT_EQ(config.load_roots(0), here + "/images");
+  EXPECT_EQ(config.load_roots(1), here + "/photos");
+}
+
+TEST(Flags, ReflectionIsTrueOrFalse) {
+  v1::ServerConfig config;
+  apply_overrides(parse({"--reflection", "false"}), config);
+  EXPECT_TRUE(config.has_reflection());
+  EXPECT_FALSE(config.reflection());
+  apply_overrides(parse({"--reflection=true"}), config);
+  EXPECT_TRUE(config.reflection());
+  const std::string message =
+      invalid_argument_message([&] { apply_overrides(parse({"--reflection", "off"}), config); });
+  EXPECT_NE(message.find("--reflection must be true or false, got 'off'"), std::string::npos)
+      << message;
 }
 
 TEST(Flags, CpuSvdNamesTheMethodsItKnows) {
@@ -179,7 +219,7 @@ TEST(Flags, UsageMentionsEveryFlag) {
        {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders", "--encoders", "--cpu-compute-threads",
         "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
         "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--gpu-jpeg", "--metrics-port", "--metrics-host", "--drain-timeout-ms", "--lame-duck-ms", "--log-level", "--version",
-        "--max-compute-ms", "--help"}) {
+        "--max-compute-ms", "--load-root", "--reflection", "--help"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
 }
