@@ -146,6 +146,7 @@ usage: svdserve [--config FILE] [flags]
   --log-level LEVEL         trace, debug, info, warn, error
   --version, --help
 
+Without TLS, a listener that other hosts can reach is logged as a warning at start.
 Flags override the config file. SIGINT/SIGTERM: health NOT_SERVING for the lame duck, then
 in-flight work drains and svdserve exits 0 (4 when work still running at the drain timeout had
 to be abandoned).
