@@ -16,6 +16,7 @@ build_tools=(
   build-essential cmake pkg-config git ca-certificates zstd
   protobuf-compiler-grpc protobuf-compiler
   libgtest-dev libgmock-dev
+  openssl  # the TLS tests make their certificates with it
   # Codecs the static OpenCV of the portable build links against.
   libpng-dev libjpeg-dev libwebp-dev libtiff-dev zlib1g-dev liblzma-dev libjbig-dev libdeflate-dev libzstd-dev
 )

@@ -19,6 +19,7 @@ struct GlobalOptions {
   std::string server{kDefaultTarget};
   std::chrono::milliseconds timeout = kDefaultCallTimeout;
   bool json = false;
+  std::optional<ClientTls> tls{};  // --tls, --ca, --cert, --key; nullopt: plaintext
 };
 
 class CommandContext {
@@ -32,7 +33,8 @@ class CommandContext {
   [[nodiscard]] bool err_is_tty() const noexcept { return err_is_tty_; }
   [[nodiscard]] bool json() const noexcept { return globals_.json; }
 
-  // The client for --server with the --timeout deadline; created on the first call.
+  // The client for --server with the --timeout deadline and the TLS options; created on the
+  // first call.
   [[nodiscard]] const Client& client();
 
  private:

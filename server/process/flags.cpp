@@ -90,6 +90,10 @@ const std::map<std::string, Setter>& setters() {
       {"max-compute-ms", [](auto& c, auto& f, auto& v) { c.set_max_compute_ms(static_cast<uint32_t>(parse_number(f, v))); }},
       {"load-root", [](auto& c, auto&, auto& v) { c.add_load_roots(absolute_path(v)); }},
       {"reflection", [](auto& c, auto& f, auto& v) { c.set_reflection(parse_bool(f, v)); }},
+      {"tls-cert", [](auto& c, auto&, auto& v) { c.set_tls_cert_file(v); }},
+      {"tls-key", [](auto& c, auto&, auto& v) { c.set_tls_key_file(v); }},
+      {"tls-client-ca", [](auto& c, auto&, auto& v) { c.set_tls_client_ca_file(v); }},
+      {"tls-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_tls_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
   };
   return table;
 }
@@ -158,8 +162,14 @@ usage: svdserve [--config FILE] [flags]
   --gpu-streams N           CUDA streams (GPU backend)
   --gpu-svd automatic|exact GPU decompose: randomized (fast) or Xgesvd (LAPACK accuracy)
   --gpu-jpeg nvjpeg|off     GPU backend: JPEGs decoded on the device, or by OpenCV
+  --tls-cert FILE           TLS: the server's PEM certificate chain (with --tls-key)
+  --tls-key FILE            TLS: its PEM private key
+  --tls-client-ca FILE      mutual TLS: clients must present a certificate this CA signed
+  --tls-reload-interval-ms N  how often the TLS files are read again (default 60000, whole
+                            seconds): replaced certificates are used without a restart
   --metrics-port N          Prometheus /metrics port (0: off)
-  --metrics-host IP         address /metrics binds (default 127.0.0.1; 0.0.0.0: every interface)
+  --metrics-host IP         address /metrics binds (default 127.0.0.1; 0.0.0.0: every interface;
+                            plain HTTP, so keep it on loopback or behind a proxy)
   --drain-timeout-ms N      shutdown limit, from the signal to the exit (default 5000)
   --lame-duck-ms N          after the signal, health NOT_SERVING but calls still answered
                             (default 1000, within the drain timeout; 0: none)
@@ -167,6 +177,7 @@ usage: svdserve [--config FILE] [flags]
   --reflection true|false   gRPC server reflection, for grpcurl and ghz (default true)
   --version, --help
 
+Without TLS, a listener that other hosts can reach is logged as a warning at start.
 Flags override the config file. SIGINT/SIGTERM: health NOT_SERVING for the lame duck, then
 in-flight work drains and svdserve exits 0 (4 when work still running at the drain timeout had
 to be abandoned).

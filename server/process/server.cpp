@@ -10,9 +10,11 @@
 #include "kernels/errors.hpp"
 #include "kernels/trace.hpp"
 #include "server/process/backend_selection.hpp"
+#include "server/process/exposure.hpp"
 #include "server/process/listen_address.hpp"
 #include "server/process/prometheus_text.hpp"
 #include "server/process/reflection_option.hpp"
+#include "server/process/server_credentials.hpp"
 #include "server/runtime/logger.hpp"
 
 namespace svdserve {
@@ -105,7 +107,7 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   health_ = std::make_unique<HealthService>(std::vector<std::string>{kServiceName});
   grpc::ServerBuilder builder;
   builder.SetOption(std::make_unique<ReflectionOption>(config_.reflection()));
-  builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(config_.listen_address(), server_credentials(config_), &port_);
   // gRPC sets SO_REUSEPORT by default: a second server would bind the same port and take half
   // of the new connections. It must fail to start instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -124,14 +126,20 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                       std::to_string(port_));
   }
   set_serving(false);  // until startup work (e.g. --load-dir) is done
-  log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} "
-             "workers={} loaders={} encoders={} cpu_compute_threads={} max_batch_size={} "
-             "max_queue_delay_us={} reflection={} load_roots={}",
-             config_.listen_address(), port_, metrics_port(), backend_->name(),
+  const bool tls = tls_enabled(config_);
+  log().info("listening address={} port={} tls={} metrics_port={} backend={} device=\"{}\" "
+             "budget_bytes={} workers={} loaders={} encoders={} cpu_compute_threads={} "
+             "max_batch_size={} max_queue_delay_us={} reflection={} load_roots={}",
+             config_.listen_address(), port_,
+             !tls ? "off" : config_.tls_client_ca_file().empty() ? "on" : "mutual",
+             metrics_port(), backend_->name(),
              backend_->device_description(), budget, config_.worker_threads(),
              config_.loader_threads(), config_.encoder_threads(), config_.cpu_compute_threads(),
              config_.max_batch_size(), config_.max_queue_delay_us(), config_.reflection(),
              config_.load_roots_size());
+  // No authentication beyond TLS yet: only TLS guards a listener.
+  const ListenerGuards guards{.tls = tls, .authentication = false};
+  for (const std::string& warning : exposure_warnings(config_, guards)) log().warn("{}", warning);
 }
 
 Server::~Server() { shutdown(); }

@@ -52,7 +52,9 @@ TEST(Flags, OverridesReachTheConfig) {
              "--memory-budget-mib", "2", "--max-images", "5000", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100", "--metrics-host", "0.0.0.0",
              "--cpu-svd", "exact", "--gpu-streams", "2", "--gpu-svd", "exact",
              "--gpu-jpeg", "off", "--drain-timeout-ms", "1500", "--lame-duck-ms", "0",
-             "--max-compute-ms", "0"});
+             "--max-compute-ms", "0",
+             "--tls-cert", "/etc/tls/server.crt", "--tls-key=/etc/tls/server.key",
+             "--tls-client-ca", "/etc/tls/ca.crt", "--tls-reload-interval-ms", "5000"});
   EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
   EXPECT_EQ(command_line.load_dir, "/data");
 
@@ -82,6 +84,10 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_EQ(config.lame_duck_ms(), 0u);
   EXPECT_TRUE(config.has_max_compute_ms());
   EXPECT_EQ(config.max_compute_ms(), 0u);
+  EXPECT_EQ(config.tls_cert_file(), "/etc/tls/server.crt");
+  EXPECT_EQ(config.tls_key_file(), "/etc/tls/server.key");
+  EXPECT_EQ(config.tls_client_ca_file(), "/etc/tls/ca.crt");
+  EXPECT_EQ(config.tls_reload_interval_ms(), 5000u);
   EXPECT_EQ(config.max_rank(), 77u);
 }
 
@@ -219,7 +225,8 @@ TEST(Flags, UsageMentionsEveryFlag) {
        {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders", "--encoders", "--cpu-compute-threads",
         "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
         "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--gpu-jpeg", "--metrics-port", "--metrics-host", "--drain-timeout-ms", "--lame-duck-ms", "--log-level", "--version",
-        "--max-compute-ms", "--load-root", "--reflection", "--help"}) {
+        "--max-compute-ms", "--load-root", "--reflection", "--help", "--tls-cert", "--tls-key",
+        "--tls-client-ca", "--tls-reload-interval-ms"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
 }
