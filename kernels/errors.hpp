@@ -16,6 +16,8 @@ enum class ErrorKind {
   deadline_exceeded,
   cancelled,
   internal,             // A bug or a failed library call.
+  unauthenticated,      // No token, or one the server does not know.
+  permission_denied,    // A known token whose role does not allow the call.
 };
 
 class Error : public std::runtime_error {
@@ -41,6 +43,8 @@ SVDSERVE_DEFINE_ERROR(Unavailable, ErrorKind::unavailable)
 SVDSERVE_DEFINE_ERROR(DeadlineExceeded, ErrorKind::deadline_exceeded)
 SVDSERVE_DEFINE_ERROR(Cancelled, ErrorKind::cancelled)
 SVDSERVE_DEFINE_ERROR(InternalError, ErrorKind::internal)
+SVDSERVE_DEFINE_ERROR(Unauthenticated, ErrorKind::unauthenticated)
+SVDSERVE_DEFINE_ERROR(PermissionDenied, ErrorKind::permission_denied)
 
 #undef SVDSERVE_DEFINE_ERROR
 

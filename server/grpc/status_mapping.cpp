@@ -19,6 +19,8 @@ grpc::StatusCode code_for(ErrorKind kind) {
     case ErrorKind::deadline_exceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
     case ErrorKind::cancelled: return grpc::StatusCode::CANCELLED;
     case ErrorKind::internal: return grpc::StatusCode::INTERNAL;
+    case ErrorKind::unauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
+    case ErrorKind::permission_denied: return grpc::StatusCode::PERMISSION_DENIED;
   }
   return grpc::StatusCode::INTERNAL;
 }
@@ -40,7 +42,8 @@ std::vector<grpc::StatusCode> answered_codes() {
   for (ErrorKind kind : {ErrorKind::invalid_argument, ErrorKind::not_found,
                          ErrorKind::resource_exhausted, ErrorKind::failed_precondition,
                          ErrorKind::unavailable, ErrorKind::deadline_exceeded,
-                         ErrorKind::cancelled, ErrorKind::internal}) {
+                         ErrorKind::cancelled, ErrorKind::internal, ErrorKind::unauthenticated,
+                         ErrorKind::permission_denied}) {
     codes.push_back(code_for(kind));
   }
   return codes;

@@ -35,7 +35,10 @@ INSTANTIATE_TEST_SUITE_P(
                       KindCase{ErrorKind::unavailable, grpc::StatusCode::UNAVAILABLE},
                       KindCase{ErrorKind::deadline_exceeded, grpc::StatusCode::DEADLINE_EXCEEDED},
                       KindCase{ErrorKind::cancelled, grpc::StatusCode::CANCELLED},
-                      KindCase{ErrorKind::internal, grpc::StatusCode::INTERNAL}),
+                      KindCase{ErrorKind::internal, grpc::StatusCode::INTERNAL},
+                      KindCase{ErrorKind::unauthenticated, grpc::StatusCode::UNAUTHENTICATED},
+                      KindCase{ErrorKind::permission_denied,
+                               grpc::StatusCode::PERMISSION_DENIED}),
     [](const auto& test_info) { return code_name(test_info.param.code); });
 
 TEST(StatusMapping, TypedErrorsMapThroughTheirBaseClass) {

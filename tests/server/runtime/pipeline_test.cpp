@@ -61,6 +61,8 @@ enum class Code {
   deadline_exceeded,
   cancelled,
   internal,
+  unauthenticated,
+  permission_denied,
   untyped,  // not a svdserve::Error
 };
 
@@ -68,7 +70,7 @@ const char* name_of(Code code) {
   constexpr const char* kNames[] = {"ok",          "invalid_argument",  "not_found",
                                     "resource_exhausted", "failed_precondition", "unavailable",
                                     "deadline_exceeded",  "cancelled",           "internal",
-                                    "untyped"};
+                                    "unauthenticated",    "permission_denied",   "untyped"};
   return kNames[static_cast<int>(code)];
 }
 std::ostream& operator<<(std::ostream& out, Code code) { return out << name_of(code); }
@@ -83,6 +85,8 @@ Code code_of(ErrorKind kind) {
     case ErrorKind::deadline_exceeded: return Code::deadline_exceeded;
     case ErrorKind::cancelled: return Code::cancelled;
     case ErrorKind::internal: return Code::internal;
+    case ErrorKind::unauthenticated: return Code::unauthenticated;
+    case ErrorKind::permission_denied: return Code::permission_denied;
   }
   return Code::untyped;
 }
