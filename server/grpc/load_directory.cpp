@@ -85,7 +85,8 @@ struct LoadProgress {
 grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext* ctx,
                                                     const v1::LoadDirectoryRequest* request,
                                                     v1::LoadDirectoryResponse* response) {
-  return unary(ctx, "LoadDirectory", [&](const UnaryCall& call) {
+  return unary(ctx, "LoadDirectory", [&](const UnaryCall& call, const Caller& caller) {
+    audit(*ctx, caller, "LoadDirectory");
     check_accepting();
     const fs::path folder(request->path());
     if (request->path().empty()) throw InvalidArgument("path is empty; name a folder on the server");
@@ -108,7 +109,8 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
     directory_loads_.reserve(directory_loads_.size() + 1);
     auto load = std::make_unique<DirectoryLoad>();
     DirectoryLoad* self = load.get();
-    load->thread = std::jthread([this, self, ctx, call, response, folder, max_rank, recursive] {
+    load->thread = std::jthread([this, self, ctx, call, response, folder, max_rank, recursive,
+                                 images = caller.images] {
       const std::vector<FolderEntry> entries = list_images(folder, recursive);
       LoadProgress progress;
       for (const FolderEntry& entry : entries) {
@@ -135,11 +137,12 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
         }
         JobPtr job = make_job(ctx, JobKind::decompose, "LoadDirectory");
         job->source = ImageFile{entries[i].path.string()};
-        job->image_id = result->id();
+        job->image_id = images.stored_id(result->id());
         job->max_rank = max_rank;
         job->wait_for_room = true;
-        job->on_done = [&progress, result](Job& done, std::exception_ptr error) {
-          fill_status(to_status(error), result->mutable_status());
+        job->on_done = [&progress, &images, result](Job& done, std::exception_ptr error) {
+          fill_status(to_status(images.in_client_terms(error, result->id())),
+                      result->mutable_status());
           if (!error) {
             fill_shape(done.factors->shape(), result->mutable_shape());
             result->set_rank_kept(done.factors->rank_kept());

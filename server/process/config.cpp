@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/errors.hpp"
+#include "server/auth/token_file.hpp"
 #include "server/process/listen_address.hpp"
 #include "server/process/logging.hpp"
 
@@ -100,6 +101,7 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.evicted_history() == 0) c.set_evicted_history(1024);
   if (c.metrics_host().empty()) c.set_metrics_host("127.0.0.1");  // this host only
   if (c.max_images() == 0) c.set_max_images(1'000'000);
+  if (c.token_reload_interval_ms() == 0) c.set_token_reload_interval_ms(1000);
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
 }
@@ -153,10 +155,20 @@ void validate(const v1::ServerConfig& c) {
               c.min_client_ping_interval_ms() <= kMaxMs,
           "max_connection_idle_ms, keepalive_time_ms and min_client_ping_interval_ms must be at "
           "most a day (86400000)");
+  require(c.token_reload_interval_ms() <= kMaxMs,
+          "token_reload_interval_ms must be at most a day (86400000)");
   try {
     set_log_level(c.log_level());
   } catch (const Error& e) {
     problems.push_back(e.what());
+  }
+  if (!c.token_file().empty()) {
+    // Read now, so that a bad file stops the start; the message names a line, never its text.
+    try {
+      (void)read_token_file(c.token_file());
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+    }
   }
   if (!problems.empty()) {
     std::string message = "invalid config: ";

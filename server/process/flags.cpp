@@ -70,6 +70,8 @@ const std::map<std::string, Setter>& setters() {
        }},
       {"drain-timeout-ms", [](auto& c, auto& f, auto& v) { c.set_drain_timeout_ms(static_cast<uint32_t>(parse_number(f, v))); }},
       {"lame-duck-ms", [](auto& c, auto& f, auto& v) { c.set_lame_duck_ms(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"token-file", [](auto& c, auto&, auto& v) { c.set_token_file(v); }},
+      {"token-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_token_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
   };
   return table;
 }
@@ -133,6 +135,10 @@ usage: svdserve [--config FILE] [flags]
   --drain-timeout-ms N      shutdown limit, from the signal to the exit (default 5000)
   --lame-duck-ms N          after the signal, health NOT_SERVING but calls still answered
                             (default 1000, within the drain timeout; 0: none)
+  --token-file FILE         bearer tokens, one a line: sha256:<hex> ROLE NAME [NAMESPACE]
+                            (config/tokens.example); without it, no authentication
+  --token-reload-interval-ms N  how often, at most, the token file is looked at for changes
+                            (default 1000)
   --log-level LEVEL         trace, debug, info, warn, error
   --version, --help
 

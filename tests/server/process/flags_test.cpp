@@ -50,7 +50,8 @@ TEST(Flags, OverridesReachTheConfig) {
              "--max-batch-size", "32", "--max-queue-delay-us", "250", "--queue-capacity", "64",
              "--memory-budget-mib", "2", "--max-images", "5000", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100", "--metrics-host", "0.0.0.0",
              "--cpu-svd", "exact", "--gpu-streams", "2", "--gpu-svd", "exact",
-             "--gpu-jpeg", "off", "--drain-timeout-ms", "1500", "--lame-duck-ms", "0"});
+             "--gpu-jpeg", "off", "--drain-timeout-ms", "1500", "--lame-duck-ms", "0",
+             "--token-file", "/etc/svdserve/tokens", "--token-reload-interval-ms=250"});
   EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
   EXPECT_EQ(command_line.load_dir, "/data");
 
@@ -78,6 +79,8 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_EQ(config.drain_timeout_ms(), 1500u);
   EXPECT_TRUE(config.has_lame_duck_ms());
   EXPECT_EQ(config.lame_duck_ms(), 0u);
+  EXPECT_EQ(config.token_file(), "/etc/svdserve/tokens");
+  EXPECT_EQ(config.token_reload_interval_ms(), 250u);
   EXPECT_EQ(config.max_rank(), 77u);
 }
 
