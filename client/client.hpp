@@ -39,6 +39,10 @@ struct ClientOptions {
   // of the same target and options (gRPC's global subchannel pool). A load generator wants
   // several: one HTTP/2 connection carries all its calls over one TCP stream.
   bool dedicated_connection = false;
+  // Sent as `authorization: Bearer <token>` metadata on every call (a server with a token file
+  // wants one); empty: none. Metadata rather than call credentials, which gRPC sends only over
+  // TLS.
+  std::string bearer_token{};
 };
 
 // The rank of a reconstruction: a fixed k, or the smallest k keeping a fraction of the energy.

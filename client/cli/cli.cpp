@@ -4,6 +4,7 @@
 #include <exception>
 #include <sstream>
 
+#include "client/bearer_token.hpp"
 #include "client/cli/report.hpp"
 #include "client/status_text.hpp"
 
@@ -16,6 +17,8 @@ const std::vector<OptionSpec>& global_options() {
   static const std::vector<OptionSpec> options = {
       {"server", "HOST:PORT", "server address (default $SVDSERVE_SERVER, else localhost:50051)"},
       {"timeout", "SECONDS", "deadline of each call; 0 for none (default 60)"},
+      {"token-file", "FILE",
+       "bearer token for a server with tokens: FILE's first line (default $SVDSERVE_TOKEN)"},
       {"json", "", "machine-readable output on stdout"},
       {"help", "", "show help", 'h'},
   };
@@ -72,6 +75,10 @@ void apply_globals(const ParsedArgs& args, GlobalOptions& globals, bool json_is_
     globals.server = std::move(*server);
   }
   if (auto timeout = args.value("timeout")) globals.timeout = parse_seconds(*timeout, "--timeout");
+  if (auto token_file = args.value("token-file")) {
+    if (token_file->empty()) throw UsageError("--token-file expects a file");
+    globals.bearer_token = read_bearer_token_file(*token_file);
+  }
   if (json_is_global && args.has("json")) globals.json = true;
 }
 
@@ -92,7 +99,7 @@ const std::vector<Command>& all_commands() {
   static const std::vector<Command> commands = [] {
     std::vector<Command> all;
     for (auto group : {decompose_commands(), reconstruct_commands(), run_commands(), store_commands(),
-                       server_commands(), bench_commands()}) {
+                       server_commands(), bench_commands(), token_commands()}) {
       all.insert(all.end(), group.begin(), group.end());
     }
     return all;
@@ -102,7 +109,8 @@ const std::vector<Command>& all_commands() {
 
 std::string usage_text() {
   std::ostringstream text;
-  text << "usage: " << kProgram << " [--server HOST:PORT] [--timeout SECONDS] [--json] COMMAND [ARGS]\n\n"
+  text << "usage: " << kProgram << " [--server HOST:PORT] [--timeout SECONDS] [--token-file FILE] [--json]\n"
+       << "       COMMAND [ARGS]\n\n"
        << "Client of svdserve, the SVD image reconstruction service.\n\nCommands:\n";
   for (const auto& command : all_commands()) {
     std::string left = "  " + std::string(command.name);
@@ -134,6 +142,7 @@ const Client& CommandContext::client() {
   if (!client_) {
     ClientOptions options;
     options.timeout = globals_.timeout;
+    options.bearer_token = globals_.bearer_token;
     client_.emplace(globals_.server, options);
   }
   return *client_;
@@ -147,6 +156,7 @@ int run_cli(std::span<const std::string> args, const CliEnvironment& environment
     if (environment.server_from_env && !environment.server_from_env->empty()) {
       globals.server = *environment.server_from_env;
     }
+    if (environment.token_from_env) globals.bearer_token = *environment.token_from_env;
 
     const ParsedArgs before = parse_args(args, global_options(), StopAt::first_positional);
     apply_globals(before, globals, /*json_is_global=*/true);
@@ -191,7 +201,8 @@ int run_cli(std::span<const std::string> args, const CliEnvironment& environment
       throw UsageError("unexpected argument '" + parsed.positionals()[command->max_positionals] + "'");
     }
 
-    CommandContext context(std::move(globals), environment.out, err, environment.err_is_tty);
+    CommandContext context(std::move(globals), environment.out, err, environment.err_is_tty,
+                           environment.in);
     return command->run(context, parsed);
   } catch (const UsageError& error) {
     return usage_error(err, error, command);
