@@ -32,7 +32,8 @@ bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) n
 // The token of `authorization: Bearer <token>`; throws Unauthenticated without one.
 std::string_view bearer_token(const grpc::ServerContextBase& ctx) {
   const auto& metadata = ctx.client_metadata();
-  const auto found = metadata.find(grpc::string_ref(kAuthorizationKey.data(), kAuthorizationKey.size()));
+  const auto found =
+      metadata.find(grpc::string_ref(kAuthorizationKey.data(), kAuthorizationKey.size()));
   if (found == metadata.end()) {
     throw Unauthenticated(
         "this server needs a token: send the metadata 'authorization: Bearer <token>' "

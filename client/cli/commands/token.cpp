@@ -25,7 +25,9 @@ std::string token_from_input(const CommandContext& context) {
   if (context.in() == nullptr || !std::getline(*context.in(), line)) line.clear();
   constexpr std::string_view kSpace = " \t\r\n";
   const auto first = line.find_first_not_of(kSpace);
-  if (first == std::string::npos) throw UsageError("token hash reads the token from standard input; it was empty");
+  if (first == std::string::npos) {
+    throw UsageError("token hash reads the token from standard input; it was empty");
+  }
   return line.substr(first, line.find_last_not_of(kSpace) - first + 1);
 }
 

@@ -8,8 +8,10 @@ namespace svdserve {
 namespace {
 
 // FIPS 180-2's test vectors, as `printf %s abc | sha256sum` prints them.
-constexpr std::string_view kAbcHex = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-constexpr std::string_view kEmptyHex = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+constexpr std::string_view kAbcHex =
+    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+constexpr std::string_view kEmptyHex =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 TEST(TokenDigest, IsSha256AsSha256sumPrintsIt) {
   EXPECT_EQ(hex_of(digest_of("abc")), kAbcHex);

@@ -66,7 +66,8 @@ class TokenFileBadLine : public ::testing::TestWithParam<BadLine> {};
 // Every kind of bad line is refused with its line number and what to fix, and never with its
 // text: a token pasted in by mistake must not reach a log or a terminal.
 TEST_P(TokenFileBadLine, NamesTheLineNeverItsText) {
-  const std::string text = "# tokens\n" + field_of("good") + " read good\n" + GetParam().line + "\n";
+  const std::string text =
+      "# tokens\n" + field_of("good") + " read good\n" + GetParam().line + "\n";
   const std::string message = refusal(text);
   EXPECT_TRUE(message.starts_with("line 3: ")) << message;
   EXPECT_NE(message.find(GetParam().complaint), std::string::npos) << message;
