@@ -61,6 +61,9 @@ std::unique_ptr<grpc::ClientContext> Client::new_context() const {
     context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
   }
   context->set_wait_for_ready(options_.wait_for_ready);
+  if (!options_.bearer_token.empty()) {
+    context->AddMetadata("authorization", "Bearer " + options_.bearer_token);
+  }
   return context;
 }
 

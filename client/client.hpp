@@ -44,6 +44,10 @@ struct ClientOptions {
   // nullopt: plaintext. Set: TLS; the Client's constructor reads the files and throws
   // std::runtime_error when it cannot.
   std::optional<ClientTls> tls{};
+  // Sent as `authorization: Bearer <token>` metadata on every call (a server with a token file
+  // wants one); empty: none. Metadata rather than call credentials, which gRPC sends only over
+  // TLS.
+  std::string bearer_token{};
 };
 
 // The rank of a reconstruction: a fixed k, or the smallest k keeping a fraction of the energy.

@@ -32,7 +32,8 @@ struct LoadProgress {
 grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext* ctx,
                                                     const v1::LoadDirectoryRequest* request,
                                                     v1::LoadDirectoryResponse* response) {
-  return unary(ctx, "LoadDirectory", [&](const UnaryCall& call) {
+  return unary(ctx, "LoadDirectory", [&](const UnaryCall& call, const Caller& caller) {
+    audit(*ctx, caller, "LoadDirectory");
     check_accepting();
     // Before any work: a path outside every root is refused without being opened.
     LoadRoots::Folder folder = load_roots_.open(request->path());
@@ -50,7 +51,7 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
     auto load = std::make_unique<DirectoryLoad>();
     DirectoryLoad* self = load.get();
     load->thread = std::jthread([this, self, ctx, call, response, folder = std::move(folder),
-                                 max_rank, recursive] {
+                                 max_rank, recursive, images = caller.images] {
       const std::vector<ListedImage> entries =
           list_images(*folder.root, folder.below_root, recursive);
       LoadProgress progress;
@@ -77,11 +78,12 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
         }
         JobPtr job = make_job(ctx, JobKind::decompose, "LoadDirectory");
         job->source = ImageFile{folder.root, entries[i].path};
-        job->image_id = result->id();
+        job->image_id = images.stored_id(result->id());
         job->max_rank = max_rank;
         job->wait_for_room = true;
-        job->on_done = [&progress, result](Job& done, std::exception_ptr error) {
-          fill_status(to_status(error), result->mutable_status());
+        job->on_done = [&progress, &images, result](Job& done, std::exception_ptr error) {
+          fill_status(to_status(images.in_client_terms(error, result->id())),
+                      result->mutable_status());
           if (!error) {
             fill_shape(done.factors->shape(), result->mutable_shape());
             result->set_rank_kept(done.factors->rank_kept());

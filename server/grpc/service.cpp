@@ -80,18 +80,22 @@ std::string SvdService::next_image_id() {
 
 JobPtr SvdService::make_reconstruct_job(grpc::CallbackServerContext* ctx,
                                         const v1::ReconstructRequest& request,
-                                        const char* method) {
+                                        const char* method, const Caller& caller) {
   check_accepting();
   const OutputFormat format = output_format_of(request.format());
   const uint32_t jpeg_quality = jpeg_quality_of(request.jpeg_quality());
   if (request.id().empty()) throw InvalidArgument("id is empty; say which image to reconstruct");
   check_image_id(request.id());
   JobPtr job = make_job(ctx, JobKind::reconstruct, method);
-  job->image_id = request.id();
+  job->image_id = request.id();  // as the client knows it: the answer names it
   job->rank_choice = ranks_.selection(request.rank(), energy_fraction_of(request));
   job->format = format;
   job->jpeg_quality = jpeg_quality;
-  job->factors = context_.store.find(request.id());
+  try {
+    job->factors = context_.store.find(caller.images.stored_id(request.id()));
+  } catch (...) {
+    std::rethrow_exception(caller.images.in_client_terms(std::current_exception(), request.id()));
+  }
   // Refused before queueing.
   job->rank = RankValidator::resolve(job->rank_choice, *job->factors);
   check_output_format(format, job->factors->shape());
@@ -101,19 +105,21 @@ JobPtr SvdService::make_reconstruct_job(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* SvdService::Decompose(grpc::CallbackServerContext* ctx,
                                                 const v1::DecomposeRequest* request,
                                                 v1::DecomposeResponse* response) {
-  return unary(ctx, "Decompose", [&](const UnaryCall& call) {
+  return unary(ctx, "Decompose", [&](const UnaryCall& call, const Caller& caller) {
+    check_image_id(request->id());  // before the audit line: no control characters in the log
+    std::string client_id = request->id().empty() ? next_image_id() : request->id();
+    audit(*ctx, caller, "Decompose", client_id);
     check_accepting();
     const uint32_t max_rank = ranks_.rank_to_keep(request->max_rank());
-    check_image_id(request->id());
     check_has_image(request->image());
     JobPtr job = make_job(ctx, JobKind::decompose, "Decompose");
     job->source = image_source_of(request->image());
-    job->image_id = request->id().empty() ? next_image_id() : request->id();
+    job->image_id = caller.images.stored_id(client_id);
     job->max_rank = max_rank;
-    job->on_done = [call, response, &store = context_.store](Job& done,
-                                                              std::exception_ptr error) {
-      call.finish(error, [&] {
-        response->set_id(done.image_id);
+    job->on_done = [call, response, images = caller.images, client_id = std::move(client_id),
+                    &store = context_.store](Job& done, std::exception_ptr error) {
+      call.finish(images.in_client_terms(error, client_id), [&] {
+        response->set_id(client_id);
         fill_shape(done.factors->shape(), response->mutable_shape());
         response->set_rank_kept(done.factors->rank_kept());
         fill_spectra(*done.factors, response->mutable_singular_values());
@@ -131,8 +137,10 @@ grpc::ServerUnaryReactor* SvdService::Decompose(grpc::CallbackServerContext* ctx
 grpc::ServerUnaryReactor* SvdService::Reconstruct(grpc::CallbackServerContext* ctx,
                                                   const grpc::ByteBuffer* request,
                                                   grpc::ByteBuffer* response) {
-  return budgeted("Reconstruct", [&](const UnaryCall& call, BudgetedUnaryReactor& reactor) {
-    JobPtr job = make_reconstruct_job(ctx, parse_reconstruct_request(*request), "Reconstruct");
+  return budgeted(ctx, "Reconstruct", [&](const UnaryCall& call, const Caller& caller,
+                                          BudgetedUnaryReactor& reactor) {
+    JobPtr job =
+        make_reconstruct_job(ctx, parse_reconstruct_request(*request), "Reconstruct", caller);
     job->pixels_in_pool = true;
     job->on_done = [call, response](Job& done, std::exception_ptr error) {
       call.finish(error, [&] {
@@ -152,7 +160,8 @@ grpc::ServerUnaryReactor* SvdService::Reconstruct(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerContext* ctx,
                                                        const v1::ReconstructBatchRequest* request,
                                                        v1::ReconstructBatchResponse* response) {
-  return budgeted("ReconstructBatch", [&](const UnaryCall& call, BudgetedUnaryReactor& reactor) {
+  return budgeted(ctx, "ReconstructBatch", [&](const UnaryCall& call, const Caller& caller,
+                                               BudgetedUnaryReactor& reactor) {
     check_accepting();
     const int count = request->items_size();
     if (count == 0) throw InvalidArgument("batch has no items");
@@ -176,7 +185,7 @@ grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerConte
       const v1::ReconstructRequest& item = request->items(i);
       *answer_bytes += kBatchItemOverheadBytes + item.id().size();
       try {
-        JobPtr job = make_reconstruct_job(ctx, item, "ReconstructBatch");
+        JobPtr job = make_reconstruct_job(ctx, item, "ReconstructBatch", caller);
         const uint64_t bytes = reconstruction_bytes(job->factors->shape(), job->format);
         largest_item_bytes = std::max(largest_item_bytes, bytes);
         if (!is_encoded(job->format)) {
@@ -258,7 +267,8 @@ grpc::ServerUnaryReactor* SvdService::ReconstructBatch(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* SvdService::Compress(grpc::CallbackServerContext* ctx,
                                                const v1::CompressRequest* request,
                                                v1::CompressResponse* response) {
-  return unary(ctx, "Compress", [&](const UnaryCall& call) {
+  return unary(ctx, "Compress", [&](const UnaryCall& call, const Caller& caller) {
+    audit(*ctx, caller, "Compress");
     check_accepting();
     const OutputFormat format = output_format_of(request->format());
     const uint32_t jpeg_quality = jpeg_quality_of(request->jpeg_quality());
@@ -285,13 +295,15 @@ grpc::ServerUnaryReactor* SvdService::Compress(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* SvdService::GetImage(grpc::CallbackServerContext* ctx,
                                                const v1::GetImageRequest* request,
                                                v1::GetImageResponse* response) {
-  return answer(ctx, "GetImage", [&] {
+  return answer(ctx, "GetImage", [&](const Caller& caller) {
     check_image_id(request->id());
-    const auto info = context_.store.info(request->id());
+    const std::string stored_id = caller.images.stored_id(request->id());
+    const auto info = context_.store.info(stored_id);
     if (!info) throw NotFound("no image with id " + quote_client_text(request->id()));
     fill_info(*info, response->mutable_info());
+    response->mutable_info()->set_id(request->id());
     if (request->include_singular_values()) {
-      if (auto factors = context_.store.peek(request->id())) {
+      if (auto factors = context_.store.peek(stored_id)) {
         fill_spectra(*factors, response->mutable_singular_values());
       }
     }
@@ -301,13 +313,22 @@ grpc::ServerUnaryReactor* SvdService::GetImage(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* SvdService::ListImages(grpc::CallbackServerContext* ctx,
                                                  const v1::ListImagesRequest* request,
                                                  v1::ListImagesResponse* response) {
-  return answer(ctx, "ListImages", [&] {
+  return answer(ctx, "ListImages", [&](const Caller& caller) {
     const uint32_t asked = request->page_size();
     const std::size_t page_size = asked == 0 ? kDefaultPageSize : std::min(asked, kMaxPageSize);
-    const StoredImagePage page =
-        context_.store.list_page(request->page_token(), page_size, request->include_evicted());
-    for (const auto& info : page.images) fill_info(info, response->add_images());
-    response->set_next_page_token(page.next_after);
+    // A page token is the last id of a page, as its client saw it.
+    const ImageNamespace& images = caller.images;
+    const std::string after =
+        request->page_token().empty() ? std::string() : images.stored_id(request->page_token());
+    const StoredImagePage page = context_.store.list_page(after, page_size,
+                                                          request->include_evicted(),
+                                                          images.prefix());
+    for (const auto& info : page.images) {
+      v1::ImageInfo* out = response->add_images();
+      fill_info(info, out);
+      out->set_id(std::string(images.client_id(info.id)));
+    }
+    response->set_next_page_token(std::string(images.client_id(page.next_after)));
     response->set_bytes_resident(context_.store.bytes_resident());
     response->set_budget_bytes(context_.store.budget_bytes());
   });
@@ -316,16 +337,22 @@ grpc::ServerUnaryReactor* SvdService::ListImages(grpc::CallbackServerContext* ct
 grpc::ServerUnaryReactor* SvdService::DeleteImage(grpc::CallbackServerContext* ctx,
                                                   const v1::DeleteImageRequest* request,
                                                   v1::DeleteImageResponse* response) {
-  return answer(ctx, "DeleteImage", [&] {
+  return answer(ctx, "DeleteImage", [&](const Caller& caller) {
     check_image_id(request->id());
-    response->set_bytes_freed(context_.store.erase(request->id()));
+    audit(*ctx, caller, "DeleteImage", request->id());
+    try {
+      response->set_bytes_freed(context_.store.erase(caller.images.stored_id(request->id())));
+    } catch (...) {
+      std::rethrow_exception(
+          caller.images.in_client_terms(std::current_exception(), request->id()));
+    }
   });
 }
 
 grpc::ServerUnaryReactor* SvdService::GetServerInfo(grpc::CallbackServerContext* ctx,
                                                     const v1::GetServerInfoRequest*,
                                                     v1::GetServerInfoResponse* response) {
-  return answer(ctx, "GetServerInfo", [&] {
+  return answer(ctx, "GetServerInfo", [&](const Caller&) {
     const auto& c = context_.config;
     response->set_version(SVDSERVE_VERSION);
     response->set_backend(context_.backend.name());
@@ -353,7 +380,7 @@ grpc::ServerUnaryReactor* SvdService::GetServerInfo(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* SvdService::GetStats(grpc::CallbackServerContext* ctx,
                                                const v1::GetStatsRequest*,
                                                v1::GetStatsResponse* response) {
-  return answer(ctx, "GetStats", [&] {
+  return answer(ctx, "GetStats", [&](const Caller&) {
     context_.metrics.fill_stats(*response);
     const Pipeline& pipeline = context_.pipeline;
     response->set_decode_queue_depth(static_cast<uint32_t>(pipeline.decode_queue_depth()));
@@ -365,10 +392,12 @@ grpc::ServerUnaryReactor* SvdService::GetStats(grpc::CallbackServerContext* ctx,
   });
 }
 
-grpc::ServerUnaryReactor* SvdService::Echo(grpc::CallbackServerContext*,
+grpc::ServerUnaryReactor* SvdService::Echo(grpc::CallbackServerContext* ctx,
                                            const v1::EchoRequest* request,
                                            v1::EchoResponse* response) {
-  return budgeted("Echo", [&](const UnaryCall& call, BudgetedUnaryReactor& reactor) {
+  return budgeted(ctx, "Echo", [&](const UnaryCall& call, const Caller& caller,
+                                   BudgetedUnaryReactor& reactor) {
+    audit(*ctx, caller, "Echo");
     check_accepting();
     const uint64_t max_message_bytes = context_.config.max_message_bytes();
     const uint64_t limit =
@@ -395,7 +424,8 @@ grpc::ServerUnaryReactor* SvdService::Echo(grpc::CallbackServerContext*,
 grpc::ServerUnaryReactor* SvdService::StartProfiling(grpc::CallbackServerContext* ctx,
                                                      const v1::StartProfilingRequest*,
                                                      v1::StartProfilingResponse*) {
-  return answer(ctx, "StartProfiling", [&] {
+  return answer(ctx, "StartProfiling", [&](const Caller& caller) {
+    audit(*ctx, caller, "StartProfiling");
     context_.backend.start_profiling();
     log().info("profiling capture started");
   });
@@ -404,7 +434,8 @@ grpc::ServerUnaryReactor* SvdService::StartProfiling(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* SvdService::StopProfiling(grpc::CallbackServerContext* ctx,
                                                     const v1::StopProfilingRequest*,
                                                     v1::StopProfilingResponse*) {
-  return answer(ctx, "StopProfiling", [&] {
+  return answer(ctx, "StopProfiling", [&](const Caller& caller) {
+    audit(*ctx, caller, "StopProfiling");
     context_.backend.stop_profiling();
     log().info("profiling capture stopped");
   });

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "server/grpc/authorizer.hpp"
 #include "server/grpc/call_metrics.hpp"
 #include "server/grpc/stream_budget.hpp"
 #include "server/grpc/unary_call.hpp"
@@ -37,6 +38,7 @@ struct ServiceContext {
   CallMetrics& metrics;         // calls by method and code; GetStats reads it
   StreamBudget& stream_budget;  // what all ReconstructStream calls together may have computing
   UnsentBytesBudget& unsent_bytes;  // response bytes not yet sent, of every call
+  const Authorizer& authorizer;     // every call asks it first
   int64_t started_unix_ms = 0;
 };
 
@@ -130,12 +132,16 @@ class SvdService final : public SvdServiceBase {
                                           v1::StopProfilingResponse* response) override;
 
   // Shared by the reactors in stream_reactors.cpp.
-  // A reconstruct job of `method` for one request item, with the factors looked up and the
-  // deadline and cancellation of ctx attached. Throws on a bad request (unknown id, bad rank,
-  // draining).
+  // The caller of ctx's call of `method`; throws Unauthenticated or PermissionDenied.
+  [[nodiscard]] Caller authorize(grpc::CallbackServerContext* ctx, const char* method) const {
+    return context_.authorizer.authorize(*ctx, method);
+  }
+  // A reconstruct job of `method` for one request item of `caller`, with the factors looked up
+  // (in the caller's namespace) and the deadline and cancellation of ctx attached. Throws on a
+  // bad request (unknown id, bad rank, draining).
   [[nodiscard]] JobPtr make_reconstruct_job(grpc::CallbackServerContext* ctx,
                                             const v1::ReconstructRequest& request,
-                                            const char* method);
+                                            const char* method, const Caller& caller);
   // Counts a streaming call (unary calls count themselves through UnaryCall).
   void record(const char* method, const grpc::Status& status) {
     context_.metrics.record_call(method, status.error_code());
@@ -149,25 +155,36 @@ class SvdService final : public SvdServiceBase {
   [[nodiscard]] UnsentBytesBudget& unsent_bytes() const noexcept { return context_.unsent_bytes; }
 
  private:
-  // The one way a unary handler runs and ends (unary_call.hpp).
+  // The one way a unary handler runs and ends (unary_call.hpp), once its caller is authorized:
+  // `start(call, caller)`.
   template <typename Start>
   grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* ctx, const char* method,
                                   Start&& start) {
-    return run_unary(ctx, method, context_.metrics, std::forward<Start>(start));
-  }
-  // A unary handler whose response counts against the unsent-bytes budget:
-  // `start(call, reactor)` validates, then hands its work to reactor.start_after_reserving.
-  template <typename Start>
-  grpc::ServerUnaryReactor* budgeted(const char* method, Start&& start) {
-    auto* reactor = new BudgetedUnaryReactor(context_.unsent_bytes);
-    return run_unary(reactor, method, context_.metrics, [&](const UnaryCall& call) {
-      std::forward<Start>(start)(call, *reactor);
+    return run_unary(ctx, method, context_.metrics, [&](const UnaryCall& call) {
+      const Caller caller = authorize(ctx, method);
+      std::forward<Start>(start)(call, caller);
     });
   }
+  // A unary handler whose response counts against the unsent-bytes budget:
+  // `start(call, caller, reactor)` validates, then hands its work to
+  // reactor.start_after_reserving.
+  template <typename Start>
+  grpc::ServerUnaryReactor* budgeted(grpc::CallbackServerContext* ctx, const char* method,
+                                     Start&& start) {
+    auto* reactor = new BudgetedUnaryReactor(context_.unsent_bytes);
+    return run_unary(reactor, method, context_.metrics, [&](const UnaryCall& call) {
+      const Caller caller = authorize(ctx, method);
+      std::forward<Start>(start)(call, caller, *reactor);
+    });
+  }
+  // A handler that answers on the callback thread: `respond(caller)` fills the response.
   template <typename Respond>
   grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* ctx, const char* method,
                                    Respond&& respond) {
-    return answer_unary(ctx, method, context_.metrics, std::forward<Respond>(respond));
+    return answer_unary(ctx, method, context_.metrics, [&] {
+      const Caller caller = authorize(ctx, method);
+      std::forward<Respond>(respond)(caller);
+    });
   }
 
   void check_accepting() const;

@@ -20,6 +20,7 @@ grpc::StatusCode code_for(ErrorKind kind) {
     case ErrorKind::deadline_exceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
     case ErrorKind::cancelled: return grpc::StatusCode::CANCELLED;
     case ErrorKind::internal: return grpc::StatusCode::INTERNAL;
+    case ErrorKind::unauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
   }
   return grpc::StatusCode::INTERNAL;
 }
@@ -42,7 +43,7 @@ std::vector<grpc::StatusCode> answered_codes() {
                          ErrorKind::permission_denied, ErrorKind::resource_exhausted,
                          ErrorKind::failed_precondition, ErrorKind::unavailable,
                          ErrorKind::deadline_exceeded, ErrorKind::cancelled,
-                         ErrorKind::internal}) {
+                         ErrorKind::internal, ErrorKind::unauthenticated}) {
     codes.push_back(code_for(kind));
   }
   return codes;

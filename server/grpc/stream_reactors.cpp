@@ -71,6 +71,14 @@ class ReconstructStreamReactor final
         budget_(service.stream_budget()),
         unsent_(service.unsent_bytes()),
         ctx_(ctx) {
+    try {
+      caller_ = service_.authorize(ctx, kMethod);
+    } catch (...) {
+      std::unique_lock lock(mutex_);
+      refused_ = to_status(std::current_exception());
+      end_step(*this, lock);
+      return;
+    }
     // Not under mutex_: the service takes its lock before ours (end_for_drain).
     const bool tracked = service_.track(*this);
     std::unique_lock lock(mutex_);
@@ -102,7 +110,8 @@ class ReconstructStreamReactor final
     lock.unlock();
     JobPtr job;
     try {
-      job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_), kMethod);
+      job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_), kMethod,
+                                          caller_);
       job->pixels_in_pool = true;
       job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
         budget_.computed();
@@ -278,10 +287,12 @@ class ReconstructStreamReactor final
 
   [[nodiscard]] bool should_finish() const {
     return !finished_ && submitting_ == 0 && !waiting_ && responses_.idle() &&
-           (reads_done_ || client_gone_ || draining_);
+           (reads_done_ || client_gone_ || draining_ || !refused_.ok());
   }
   [[nodiscard]] grpc::Status final_status() {
-    if (client_gone_) {
+    if (!refused_.ok()) {
+      final_status_ = refused_;
+    } else if (client_gone_) {
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
     } else if (!reads_done_) {
       final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -297,6 +308,7 @@ class ReconstructStreamReactor final
   StreamBudget& budget_;        // shared by all streams (thread-safe)
   UnsentBytesBudget& unsent_;   // shared by all calls (thread-safe)
   grpc::CallbackServerContext* ctx_;
+  Caller caller_;             // set once, before the first read
   grpc::ByteBuffer request_;  // only touched by the read path: one read at a time
 
   std::mutex mutex_;
@@ -313,6 +325,7 @@ class ReconstructStreamReactor final
   bool client_gone_ = false;              // guarded by mutex_
   bool draining_ = false;                 // guarded by mutex_; reads no more
   bool finished_ = false;                 // guarded by mutex_
+  grpc::Status refused_;                  // guarded by mutex_; not authorized: read nothing
   grpc::Status final_status_;             // set once, before Finish
 };
 
@@ -326,6 +339,7 @@ class ReconstructProgressiveReactor final
       : service_(service), unsent_(service.unsent_bytes()) {
     const std::set<uint32_t> ranks(request.ranks().begin(), request.ranks().end());
     try {
+      const Caller caller = service_.authorize(ctx, "ReconstructProgressive");
       if (ranks.empty()) throw InvalidArgument("ranks is empty; give one or more ranks");
       // Validate every rank before starting any work, so a bad list fails as a whole.
       for (uint32_t rank : ranks) {
@@ -334,7 +348,8 @@ class ReconstructProgressiveReactor final
         item.set_rank(rank);
         item.set_format(request.format());
         item.set_jpeg_quality(request.jpeg_quality());
-        jobs_.push_back(service_.make_reconstruct_job(ctx, item, "ReconstructProgressive"));
+        jobs_.push_back(
+            service_.make_reconstruct_job(ctx, item, "ReconstructProgressive", caller));
       }
     } catch (...) {
       std::unique_lock lock(mutex_);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/errors.hpp"
+#include "server/auth/token_file.hpp"
 #include "server/process/listen_address.hpp"
 #include "server/process/logging.hpp"
 #include "server/process/pem_file.hpp"
@@ -136,6 +137,7 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.max_images() == 0) c.set_max_images(1'000'000);
   if (!c.has_reflection()) c.set_reflection(true);  // grpcurl and ghz work out of the box
   if (c.tls_reload_interval_ms() == 0) c.set_tls_reload_interval_ms(60'000);
+  if (c.token_reload_interval_ms() == 0) c.set_token_reload_interval_ms(1000);
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
 }
@@ -196,10 +198,20 @@ void validate(const v1::ServerConfig& c) {
     if (const auto problem = load_root_problem(root)) problems.push_back("load_roots: " + *problem);
   }
   validate_tls(c, problems);
+  require(c.token_reload_interval_ms() <= kMaxMs,
+          "token_reload_interval_ms must be at most a day (86400000)");
   try {
     set_log_level(c.log_level());
   } catch (const Error& e) {
     problems.push_back(e.what());
+  }
+  if (!c.token_file().empty()) {
+    // Read now, so that a bad file stops the start; the message names a line, never its text.
+    try {
+      (void)read_token_file(c.token_file());
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+    }
   }
   if (!problems.empty()) {
     std::string message = "invalid config: ";

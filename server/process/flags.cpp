@@ -94,6 +94,8 @@ const std::map<std::string, Setter>& setters() {
       {"tls-key", [](auto& c, auto&, auto& v) { c.set_tls_key_file(v); }},
       {"tls-client-ca", [](auto& c, auto&, auto& v) { c.set_tls_client_ca_file(v); }},
       {"tls-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_tls_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"token-file", [](auto& c, auto&, auto& v) { c.set_token_file(v); }},
+      {"token-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_token_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
   };
   return table;
 }
@@ -173,11 +175,16 @@ usage: svdserve [--config FILE] [flags]
   --drain-timeout-ms N      shutdown limit, from the signal to the exit (default 5000)
   --lame-duck-ms N          after the signal, health NOT_SERVING but calls still answered
                             (default 1000, within the drain timeout; 0: none)
+  --token-file FILE         bearer tokens, one a line: sha256:<hex> ROLE NAME [NAMESPACE]
+                            (config/tokens.example); without it, no authentication
+  --token-reload-interval-ms N  how often, at most, the token file is looked at for changes
+                            (default 1000)
   --log-level LEVEL         trace, debug, info, warn, error
   --reflection true|false   gRPC server reflection, for grpcurl and ghz (default true)
   --version, --help
 
-Without TLS, a listener that other hosts can reach is logged as a warning at start.
+Without TLS or a token file, a listener that other hosts can reach is logged as a warning at
+start.
 Flags override the config file. SIGINT/SIGTERM: health NOT_SERVING for the lame duck, then
 in-flight work drains and svdserve exits 0 (4 when work still running at the drain timeout had
 to be abandoned).

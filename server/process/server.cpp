@@ -98,9 +98,14 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
           return prometheus_text(metrics_->totals(), live);
         });
   }
+  if (!config_.token_file().empty()) {
+    tokens_ = std::make_unique<TokenFileWatch>(
+        config_.token_file(), std::chrono::milliseconds(config_.token_reload_interval_ms()));
+  }
+  authorizer_ = std::make_unique<Authorizer>(tokens_.get());
   service_ = std::make_unique<SvdService>(
       ServiceContext{config_, *backend_, *store_, *pipeline_, *metrics_, *stream_budget_,
-                     *unsent_bytes_, now_unix_ms()});
+                     *unsent_bytes_, *authorizer_, now_unix_ms()});
 
   // Ours instead of gRPC's default health service, which holds Watch calls open through a drain.
   grpc::EnableDefaultHealthCheckService(false);
@@ -127,18 +132,18 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   }
   set_serving(false);  // until startup work (e.g. --load-dir) is done
   const bool tls = tls_enabled(config_);
-  log().info("listening address={} port={} tls={} metrics_port={} backend={} device=\"{}\" "
-             "budget_bytes={} workers={} loaders={} encoders={} cpu_compute_threads={} "
-             "max_batch_size={} max_queue_delay_us={} reflection={} load_roots={}",
+  log().info("listening address={} port={} tls={} authentication={} metrics_port={} backend={} "
+             "device=\"{}\" budget_bytes={} workers={} loaders={} encoders={} "
+             "cpu_compute_threads={} max_batch_size={} max_queue_delay_us={} reflection={} "
+             "load_roots={}",
              config_.listen_address(), port_,
              !tls ? "off" : config_.tls_client_ca_file().empty() ? "on" : "mutual",
-             metrics_port(), backend_->name(),
+             authorizer_->enabled() ? "tokens" : "off", metrics_port(), backend_->name(),
              backend_->device_description(), budget, config_.worker_threads(),
              config_.loader_threads(), config_.encoder_threads(), config_.cpu_compute_threads(),
              config_.max_batch_size(), config_.max_queue_delay_us(), config_.reflection(),
              config_.load_roots_size());
-  // No authentication beyond TLS yet: only TLS guards a listener.
-  const ListenerGuards guards{.tls = tls, .authentication = false};
+  const ListenerGuards guards{.tls = tls, .authentication = authorizer_->enabled()};
   for (const std::string& warning : exposure_warnings(config_, guards)) log().warn("{}", warning);
 }
 
@@ -160,6 +165,8 @@ uint32_t Server::load_directory(const std::string& path) {
   arguments.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes()));
   auto stub = v1::SvdServe::NewStub(grpc_server_->InProcessChannel(arguments));
   grpc::ClientContext context;
+  // The server's own call: an admin without a namespace, whatever the token file holds.
+  context.AddMetadata("authorization", "Bearer " + authorizer_->process_token());
   v1::LoadDirectoryRequest request;
   request.set_path(path);
   request.set_recursive(true);

@@ -36,7 +36,8 @@ INSTANTIATE_TEST_SUITE_P(
                       KindCase{ErrorKind::unavailable, grpc::StatusCode::UNAVAILABLE},
                       KindCase{ErrorKind::deadline_exceeded, grpc::StatusCode::DEADLINE_EXCEEDED},
                       KindCase{ErrorKind::cancelled, grpc::StatusCode::CANCELLED},
-                      KindCase{ErrorKind::internal, grpc::StatusCode::INTERNAL}),
+                      KindCase{ErrorKind::internal, grpc::StatusCode::INTERNAL},
+                      KindCase{ErrorKind::unauthenticated, grpc::StatusCode::UNAUTHENTICATED}),
     [](const auto& test_info) { return code_name(test_info.param.code); });
 
 TEST(StatusMapping, TypedErrorsMapThroughTheirBaseClass) {
@@ -52,6 +53,8 @@ TEST(StatusMapping, TypedErrorsMapThroughTheirBaseClass) {
             grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(to_status(std::make_exception_ptr(InternalError("x"))).error_code(),
             grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(to_status(std::make_exception_ptr(Unauthenticated("x"))).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST(StatusMapping, NoErrorIsOk) {

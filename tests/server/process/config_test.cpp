@@ -126,6 +126,8 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_TRUE(config.load_roots().empty());
   EXPECT_EQ(config.tls_reload_interval_ms(), 60'000u);
   EXPECT_TRUE(config.tls_cert_file().empty());  // plaintext unless asked
+  EXPECT_EQ(config.token_file(), "");  // no authentication
+  EXPECT_EQ(config.token_reload_interval_ms(), 1000u);
   EXPECT_NO_THROW(validate(config));
 
   // Idempotent.
@@ -458,6 +460,30 @@ TEST_F(TlsConfig, AnEncryptedKeyIsRefused) {
   config.set_tls_key_file(encrypted.string());
   EXPECT_NE(validation_message(config).find("holds no unencrypted PEM private key"),
             std::string::npos);
+}
+
+// The token file is read at start: a bad one stops the start, naming the file and the line but
+// never the line's text (it may be a token pasted in by mistake).
+TEST(Config, ATokenFileMustBeReadableAndParse) {
+  v1::ServerConfig config = defaults();
+  config.set_token_file("/nonexistent/tokens");
+  EXPECT_NE(validation_message(config).find("cannot read token file '/nonexistent/tokens'"),
+            std::string::npos)
+      << validation_message(config);
+
+  const std::string good_line =
+      "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad write ci\n";
+  TempFile file("# tokens\n" + good_line + "hunter2-token admin root\n");
+  config.set_token_file(file.path());
+  const std::string message = validation_message(config);
+  EXPECT_NE(message.find(file.path() + "', line 3: "), std::string::npos) << message;
+  EXPECT_EQ(message.find("hunter2"), std::string::npos) << message;
+
+  std::ofstream(file.path()) << "# tokens\n" << good_line;
+  EXPECT_NO_THROW(validate(config));
+
+  config.set_token_reload_interval_ms(86'400'001);
+  EXPECT_NE(validation_message(config).find("token_reload_interval_ms"), std::string::npos);
 }
 
 TEST(Config, PartialFileGetsDefaultsForTheRest) {

@@ -54,7 +54,8 @@ TEST(Flags, OverridesReachTheConfig) {
              "--gpu-jpeg", "off", "--drain-timeout-ms", "1500", "--lame-duck-ms", "0",
              "--max-compute-ms", "0",
              "--tls-cert", "/etc/tls/server.crt", "--tls-key=/etc/tls/server.key",
-             "--tls-client-ca", "/etc/tls/ca.crt", "--tls-reload-interval-ms", "5000"});
+             "--tls-client-ca", "/etc/tls/ca.crt", "--tls-reload-interval-ms", "5000",
+             "--token-file", "/etc/svdserve/tokens", "--token-reload-interval-ms=250"});
   EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
   EXPECT_EQ(command_line.load_dir, "/data");
 
@@ -88,6 +89,8 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_EQ(config.tls_key_file(), "/etc/tls/server.key");
   EXPECT_EQ(config.tls_client_ca_file(), "/etc/tls/ca.crt");
   EXPECT_EQ(config.tls_reload_interval_ms(), 5000u);
+  EXPECT_EQ(config.token_file(), "/etc/svdserve/tokens");
+  EXPECT_EQ(config.token_reload_interval_ms(), 250u);
   EXPECT_EQ(config.max_rank(), 77u);
 }
 
@@ -226,7 +229,8 @@ TEST(Flags, UsageMentionsEveryFlag) {
         "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
         "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--gpu-jpeg", "--metrics-port", "--metrics-host", "--drain-timeout-ms", "--lame-duck-ms", "--log-level", "--version",
         "--max-compute-ms", "--load-root", "--reflection", "--help", "--tls-cert", "--tls-key",
-        "--tls-client-ca", "--tls-reload-interval-ms"}) {
+        "--tls-client-ca", "--tls-reload-interval-ms", "--token-file",
+        "--token-reload-interval-ms"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
 }

@@ -53,6 +53,7 @@ enum class Code {
   deadline_exceeded,
   cancelled,
   internal,
+  unauthenticated,
   untyped,  // not a svdserve::Error
 };
 
@@ -60,7 +61,7 @@ const char* name_of(Code code) {
   constexpr const char* kNames[] = {"ok",          "invalid_argument",  "not_found",
                                     "permission_denied", "resource_exhausted",
                                     "failed_precondition", "unavailable", "deadline_exceeded",
-                                    "cancelled", "internal", "untyped"};
+                                    "cancelled", "internal", "unauthenticated", "untyped"};
   return kNames[static_cast<int>(code)];
 }
 std::ostream& operator<<(std::ostream& out, Code code) { return out << name_of(code); }
@@ -76,6 +77,7 @@ Code code_of(ErrorKind kind) {
     case ErrorKind::deadline_exceeded: return Code::deadline_exceeded;
     case ErrorKind::cancelled: return Code::cancelled;
     case ErrorKind::internal: return Code::internal;
+    case ErrorKind::unauthenticated: return Code::unauthenticated;
   }
   return Code::untyped;
 }
