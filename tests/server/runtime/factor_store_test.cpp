@@ -336,7 +336,7 @@ TEST(FactorStore, PagesGoInIdOrderFromTheLastIdOfThePageBefore) {
 // A namespace's page: only ids with its prefix, resident and evicted, in id order, and a next
 // page only while ids with the prefix follow.
 TEST(FactorStore, PagesOfOnePrefix) {
-  FactorStore store(factors_only(70, FullStoreAction::evict_lru, kHistory));
+  FactorStore store(fakes::factors_only_limits(70, FullStoreAction::evict_lru, kHistory));
   for (const char* id : {"a/1", "a/2", "a/3", "ab/1", "b/1", "b/2", "z"}) {
     (void)store.insert(id, factors_of(10));
   }
