@@ -75,11 +75,12 @@ class AuthTest : public ::testing::Test {
                        token_line(tokens_[Credential::admin], "admin", "ops")});
   }
 
-  // The server with the token file; at debug level, so that no log line a token could reach is
-  // left out of the check that none does.
+  // The server with the token file and the load folder as LoadDirectory's root; at debug level,
+  // so that no log line a token could reach is left out of the check that none does.
   void start(std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"--token-file", token_file_.path(),
-                                  "--token-reload-interval-ms", "50", "--log-level", "debug"};
+                                  "--token-reload-interval-ms", "50", "--log-level", "debug",
+                                  "--load-root", load_root().string()};
     args.insert(args.end(), extra.begin(), extra.end());
     server_ = std::make_unique<ServerProcess>(args);
     ASSERT_TRUE(server_->serving());
@@ -87,6 +88,9 @@ class AuthTest : public ::testing::Test {
       clients_[credential] = client_with_token(*server_, tokens_[credential]);
     }
   }
+
+  // The load folder as a load root must name it: by its own path, with no link in it.
+  [[nodiscard]] fs::path load_root() const { return fs::canonical(load_folder_.path()); }
 
   [[nodiscard]] const Client& client(Credential credential) const {
     return *clients_.at(credential);
@@ -166,7 +170,7 @@ class AuthTest : public ::testing::Test {
          }},
         {"LoadDirectory", Role::admin, StatusCode::OK, StatusCode::NOT_FOUND,
          [this](const Client& c, bool existing) {
-           const fs::path folder = load_folder_.path() / (existing ? "" : "missing");
+           const fs::path folder = load_root() / (existing ? "" : "missing");
            return c.load_directory(folder.string(), kMaxRank).status();
          }},
         {"GetServerInfo", Role::read, StatusCode::OK, StatusCode::OK,
@@ -342,7 +346,7 @@ TEST_F(AuthTest, TokensAddedAndRevokedApplyWithoutARestart) {
 // --load-dir at start is the server's own call: it passes whatever the token file holds.
 TEST_F(AuthTest, TheStartupLoadNeedsNoTokenFromTheFile) {
   token_file_.write({token_line(tokens_[Credential::read], "read", "reader")});
-  start({"--load-dir", load_folder_.path().string()});
+  start({"--load-dir", load_root().string()});
   const auto image = client(Credential::read).get_image("loaded.png");
   EXPECT_TRUE(image.ok()) << image.status().error_message();
   const std::string log = stopped_log();
