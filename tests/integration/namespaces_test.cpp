@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "process.hpp"
 #include "server_fixture.hpp"
 #include "server_process.hpp"
+#include "tests/client/temp_folder.hpp"
+#include "tests/test_paths.hpp"
 #include "token_file.hpp"
 
 namespace svdserve::testing {
@@ -167,6 +170,37 @@ TEST_F(NamespacesTest, IdsTheServerNamesStayInTheNamespace) {
   expect_not_found_naming(tenant_b_->reconstruct(named->id(), Rank{1}).status(), named->id(),
                           "tenant-b/");
   EXPECT_EQ(listed_ids(*admin_), (Ids{"tenant-a/" + named->id()}));
+}
+
+// LoadDirectory by an admin token with a namespace: the files below the load root are stored in
+// its namespace and answered, listed and reconstructed by their paths below the root.
+TEST(NamespacedLoadDirectory, StoresTheFilesInTheCallersNamespace) {
+  namespace fs = std::filesystem;
+  TempFolder folder("svdserve_namespaced_load");
+  const fs::path root = fs::canonical(folder.path());
+  fs::create_directory(root / "sub");
+  fs::copy_file(fs::path(svdserve::test::test_images_dir()) / "pic1.png", root / "sub" / "a.png");
+  const std::string tenant_token = new_bearer_token();
+  const std::string admin_token = new_bearer_token();
+  TestTokenFile token_file;
+  token_file.write({token_line(tenant_token, "admin", "tenant_ops", "tenant-a/"),
+                    token_line(admin_token, "admin", "ops")});
+  ServerProcess server(std::vector<std::string>{"--token-file", token_file.path(), "--load-root",
+                                                root.string()});
+  ASSERT_TRUE(server.serving());
+  auto tenant = client_with_token(server, tenant_token);
+  auto admin = client_with_token(server, admin_token);
+
+  const auto loaded = tenant->load_directory(root.string(), kMaxRank, /*recursive=*/true);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().error_message();
+  EXPECT_EQ(loaded->loaded(), 1U);
+  ASSERT_EQ(loaded->results_size(), 1);
+  EXPECT_EQ(loaded->results(0).id(), "sub/a.png");
+  EXPECT_EQ(listed_ids(*tenant), (Ids{"sub/a.png"}));
+  EXPECT_TRUE(tenant->reconstruct("sub/a.png", Rank{1}).ok());
+  EXPECT_EQ(listed_ids(*admin), (Ids{"tenant-a/sub/a.png"}));
+  tenant.reset();  // a connection left open holds the drain until its timeout
+  admin.reset();
 }
 
 }  // namespace
