@@ -41,7 +41,8 @@ std::vector<std::string> exposure_warnings(const v1::ServerConfig& config,
     warnings.push_back(
         "exposed listener address=" + config.listen_address() +
         " accepts other hosts in plaintext without TLS or authentication: anyone who can reach "
-        "it can call every RPC (set tls_cert_file and tls_key_file, or listen on 127.0.0.1)");
+        "it can call every RPC (set tls_cert_file and tls_key_file, or a token_file, or listen "
+        "on 127.0.0.1)");
   }
   if (config.metrics_port() != 0 && !is_loopback_host(config.metrics_host())) {
     warnings.push_back("exposed metrics endpoint host=" + config.metrics_host() +

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -385,6 +386,23 @@ TEST_F(AuthTest, CliSendsTheTokenFromAFileOrTheEnvironment) {
   EXPECT_EQ(no_file.exit_code, 1);
   EXPECT_NE(no_file.err.find("cannot read a token"), std::string::npos) << no_file.err;
   (void)stopped_log();
+}
+
+// A token file guards a listener that other hosts can reach: no exposure warning at start.
+TEST_F(AuthTest, ATokenFileGuardsAListenerBeyondLoopback) {
+  const int port = free_port();
+  Process server(svdserve::test::server_binary(),
+                 {"--listen", "0.0.0.0:" + std::to_string(port), "--backend", "cpu",
+                  "--token-file", token_file_.path()});
+  ClientOptions options;
+  options.wait_for_ready = true;
+  // Health needs no token.
+  ASSERT_TRUE(Client("127.0.0.1:" + std::to_string(port), options).health().ok());
+  server.signal(SIGTERM);
+  const ProcessResult stopped = server.wait(std::chrono::seconds(30));
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+  EXPECT_NE(stopped.err.find("authentication=tokens"), std::string::npos) << stopped.err;
+  EXPECT_EQ(stopped.err.find("exposed listener"), std::string::npos) << stopped.err;
 }
 
 }  // namespace

@@ -50,6 +50,7 @@ TEST(Exposure, AnUnguardedListenerBeyondLoopbackIsWarnedAbout) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_TRUE(mentions(warnings, "exposed listener address=0.0.0.0:50051"));
   EXPECT_TRUE(mentions(warnings, "without TLS or authentication"));
+  EXPECT_TRUE(mentions(warnings, "token_file")) << "names each way to guard it";
 }
 
 TEST(Exposure, TlsOrAuthenticationGuardsAListener) {
