@@ -35,8 +35,8 @@ using Ticket = UnsentBytesBudget::Ticket;
 constexpr uint64_t kMaxUnwrittenPerCall = 64;
 constexpr uint64_t kMaxUnwrittenBytesPerCall = uint64_t{64} << 20;
 
-// A ReconstructProgressive answer is a protobuf message: held twice until sent, as the message
-// and as gRPC's serialized copy of it.
+// A ReconstructProgressive answer is a protobuf message: held twice while it is serialized (the
+// message and its bytes), then as bytes until sent.
 constexpr uint64_t kSerializedCopies = 2;
 
 uint64_t answer_bytes(const Job& job) {
@@ -331,15 +331,18 @@ class ReconstructStreamReactor final
 
 // The ranks in increasing order, each reserved from the UnsentBytesBudget before it is
 // submitted, at most kMaxUnwrittenPerCall ahead of what the client has read.
-class ReconstructProgressiveReactor final
-    : public grpc::ServerWriteReactor<v1::ReconstructResponse> {
+// Raw, as every method (service.hpp): the request is parsed here, each answer serialized as it
+// is delivered.
+class ReconstructProgressiveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   ReconstructProgressiveReactor(SvdService& service, grpc::CallbackServerContext* ctx,
-                                const v1::ReconstructProgressiveRequest& request)
+                                const grpc::ByteBuffer& request_bytes)
       : service_(service), unsent_(service.unsent_bytes()) {
-    const std::set<uint32_t> ranks(request.ranks().begin(), request.ranks().end());
     try {
       const Caller caller = service_.authorize(ctx, "ReconstructProgressive");
+      v1::ReconstructProgressiveRequest request;
+      parse_request(request_bytes, request);
+      const std::set<uint32_t> ranks(request.ranks().begin(), request.ranks().end());
       if (ranks.empty()) throw InvalidArgument("ranks is empty; give one or more ranks");
       // Validate every rank before starting any work, so a bad list fails as a whole.
       for (uint32_t rank : ranks) {
@@ -441,15 +444,23 @@ class ReconstructProgressiveReactor final
   }
 
   void deliver(uint64_t sequence, Job& done, std::exception_ptr error) {
-    v1::ReconstructResponse response;
-    if (!error) fill_reconstruction(done, &response);
+    grpc::ByteBuffer bytes;
+    if (!error) {
+      v1::ReconstructResponse response;
+      fill_reconstruction(done, &response);
+      bool own_buffer = false;
+      const grpc::Status serialized =
+          grpc::SerializationTraits<v1::ReconstructResponse>::Serialize(response, &bytes,
+                                                                        &own_buffer);
+      if (!serialized.ok()) error = std::make_exception_ptr(InternalError("answer not encoded"));
+    }
     std::unique_lock lock(mutex_);
     if (error && error_.ok()) error_ = to_status(error);
-    write_next(responses_.deliver(sequence, std::move(response)));
+    write_next(responses_.deliver(sequence, std::move(bytes)));
     end_step(*this, lock);
   }
 
-  v1::ReconstructResponse* mark_written() {
+  grpc::ByteBuffer* mark_written() {
     unwritten_bytes_ -= reservations_.front().bytes();
     sent_.push_back(std::move(reservations_.front()));
     reservations_.pop_front();
@@ -458,7 +469,7 @@ class ReconstructProgressiveReactor final
 
   // After the first error nothing more is written; the stream ends with that error. The
   // caller holds mutex_ and ends the step.
-  void write_next(v1::ReconstructResponse* next) {
+  void write_next(grpc::ByteBuffer* next) {
     while (next != nullptr && !error_.ok()) next = mark_written();
     if (next != nullptr) StartWrite(next);
   }
@@ -474,7 +485,7 @@ class ReconstructProgressiveReactor final
   std::mutex mutex_;
   std::vector<JobPtr> jobs_;                              // guarded by mutex_; from next_ on
   std::size_t next_ = 0;                                  // guarded by mutex_
-  OrderedResponses<v1::ReconstructResponse> responses_;   // guarded by mutex_
+  OrderedResponses<grpc::ByteBuffer> responses_;          // guarded by mutex_
   std::deque<Reservation> reservations_;                  // guarded by mutex_; per unwritten
   uint64_t unwritten_bytes_ = 0;                          // guarded by mutex_
   std::vector<Reservation> sent_;                         // guarded by mutex_
@@ -491,8 +502,8 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SvdService::Reconst
   return new ReconstructStreamReactor(*this, ctx);
 }
 
-grpc::ServerWriteReactor<v1::ReconstructResponse>* SvdService::ReconstructProgressive(
-    grpc::CallbackServerContext* ctx, const v1::ReconstructProgressiveRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* SvdService::ReconstructProgressive(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request) {
   return new ReconstructProgressiveReactor(*this, ctx, *request);
 }
 

@@ -3,6 +3,8 @@
 // serving. OpenCV's own size limits are raised in the server's environment far past the server's,
 // so the server has to hold its own.
 
+#include <google/protobuf/descriptor.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
 #include <opencv2/core.hpp>
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <random>
 #include <vector>
 
@@ -23,6 +26,7 @@
 #include "tests/client/temp_folder.hpp"
 #include "tests/support/hostile_images.hpp"
 #include "tests/test_paths.hpp"
+#include "svdserve/v1/svdserve.grpc.pb.h"
 
 namespace svdserve::testing {
 namespace {
@@ -326,6 +330,60 @@ TEST_F(HostileInputsTest, DecodeFailuresSayWhatFailedWithoutLibraryDetails) {
       EXPECT_EQ(message.find(internal), std::string::npos) << message;
     }
   }
+  expect_still_serving();
+}
+
+// Bytes that are not the method's request, on every method but ReconstructStream (where they
+// fail one item: ZeroCopyTest): INVALID_ARGUMENT naming the request type, at once, and the
+// server goes on. gRPC's typed handlers would answer UNIMPLEMENTED with no message.
+TEST_F(HostileInputsTest, UnparsableRequestBytesAreInvalidArgumentOnEveryMethod) {
+  // One request, then the call's status; any call shape (unary, server streaming) takes it.
+  class OneRequest final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    explicit OneRequest(grpc::ByteBuffer request) : request_(std::move(request)) {}
+    void start() {
+      StartWriteLast(&request_, grpc::WriteOptions());
+      StartRead(&answer_);
+      StartCall();
+    }
+    void OnReadDone(bool ok) override {
+      if (ok) StartRead(&answer_);
+    }
+    void OnDone(const grpc::Status& status) override { done_.set_value(status); }
+    grpc::Status wait() { return done_.get_future().get(); }
+
+   private:
+    grpc::ByteBuffer request_;
+    grpc::ByteBuffer answer_;
+    std::promise<grpc::Status> done_;
+  };
+  const auto* service = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+      v1::SvdServe::service_full_name());
+  ASSERT_NE(service, nullptr);
+  grpc::GenericStub stub(grpc::CreateChannel(address(), grpc::InsecureChannelCredentials()));
+  const std::string bad_wire_type("\x0f\x01", 2);  // field 1, wire type 7: none such
+  int methods = 0;
+  for (int i = 0; i < service->method_count(); ++i) {
+    const auto* method = service->method(i);
+    if (method->client_streaming()) continue;  // ReconstructStream
+    ++methods;
+    const std::string path =
+        std::string("/").append(v1::SvdServe::service_full_name()).append("/").append(
+            method->name());
+    const MeasuredCall call = measure([&] {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      const grpc::Slice slice(bad_wire_type);
+      OneRequest reactor{grpc::ByteBuffer(&slice, 1)};
+      stub.PrepareBidiStreamingCall(&context, path, grpc::StubOptions(), &reactor);
+      reactor.start();
+      return reactor.wait();
+    });
+    SCOPED_TRACE(path);
+    expect_refused(call, grpc::StatusCode::INVALID_ARGUMENT,
+                   {"not a valid " + std::string(method->input_type()->full_name())});
+  }
+  EXPECT_EQ(methods, 14);  // every method of the proto but ReconstructStream
   expect_still_serving();
 }
 
