@@ -6,7 +6,7 @@ set -euo pipefail
 # What the server and client link against (their -dev packages pull in the shared libraries;
 # names of the bare library packages differ between Debian 12 and Ubuntu 24.04, these do not).
 libraries=(
-  libgrpc++-dev libgrpc-dev libprotobuf-dev
+  libgrpc++-dev libgrpc-dev libprotobuf-dev libssl-dev
   libopencv-dev libspdlog-dev libfmt-dev
   liblapacke-dev libopenblas-dev
   prometheus-cpp-dev
@@ -16,6 +16,7 @@ build_tools=(
   build-essential cmake pkg-config git ca-certificates zstd
   protobuf-compiler-grpc protobuf-compiler
   libgtest-dev libgmock-dev
+  openssl  # the TLS tests make their certificates with it
   # Codecs the static OpenCV of the portable build links against.
   libpng-dev libjpeg-dev libwebp-dev libtiff-dev zlib1g-dev liblzma-dev libjbig-dev libdeflate-dev libzstd-dev
 )

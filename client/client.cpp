@@ -17,7 +17,10 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& target, const Cli
   arguments.SetMaxSendMessageSize(options.max_send_message_bytes);
   arguments.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   if (options.dedicated_connection) arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), arguments);
+  return grpc::CreateCustomChannel(
+      target,
+      options.tls ? tls_channel_credentials(*options.tls) : grpc::InsecureChannelCredentials(),
+      arguments);
 }
 
 // One unary call: a fresh context, the call, the response or the status.
@@ -58,6 +61,9 @@ std::unique_ptr<grpc::ClientContext> Client::new_context() const {
     context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
   }
   context->set_wait_for_ready(options_.wait_for_ready);
+  if (!options_.bearer_token.empty()) {
+    context->AddMetadata("authorization", "Bearer " + options_.bearer_token);
+  }
   return context;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include <grpcpp/client_context.h>
 
 #include "client/call_result.hpp"
+#include "client/channel_credentials.hpp"
 #include "svdserve/v1/svdserve.grpc.pb.h"
 
 namespace svdserve {
@@ -39,6 +41,13 @@ struct ClientOptions {
   // of the same target and options (gRPC's global subchannel pool). A load generator wants
   // several: one HTTP/2 connection carries all its calls over one TCP stream.
   bool dedicated_connection = false;
+  // nullopt: plaintext. Set: TLS; the Client's constructor reads the files and throws
+  // std::runtime_error when it cannot.
+  std::optional<ClientTls> tls{};
+  // Sent as `authorization: Bearer <token>` metadata on every call (a server with a token file
+  // wants one); empty: none. Metadata rather than call credentials, which gRPC sends only over
+  // TLS.
+  std::string bearer_token{};
 };
 
 // The rank of a reconstruction: a fixed k, or the smallest k keeping a fraction of the energy.

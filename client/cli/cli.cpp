@@ -4,6 +4,7 @@
 #include <exception>
 #include <sstream>
 
+#include "client/bearer_token.hpp"
 #include "client/cli/report.hpp"
 #include "client/status_text.hpp"
 
@@ -16,6 +17,13 @@ const std::vector<OptionSpec>& global_options() {
   static const std::vector<OptionSpec> options = {
       {"server", "HOST:PORT", "server address (default $SVDSERVE_SERVER, else localhost:50051)"},
       {"timeout", "SECONDS", "deadline of each call; 0 for none (default 60)"},
+      {"tls", "", "connect with TLS (implied by --ca, --cert and --key)"},
+      {"ca", "FILE", "TLS: PEM CAs that may sign the server's certificate (default: the "
+                     "system's)"},
+      {"cert", "FILE", "mutual TLS: this client's PEM certificate (with --key)"},
+      {"key", "FILE", "mutual TLS: its PEM private key"},
+      {"token-file", "FILE",
+       "bearer token for a server with tokens: FILE's first line (default $SVDSERVE_TOKEN)"},
       {"json", "", "machine-readable output on stdout"},
       {"help", "", "show help", 'h'},
   };
@@ -72,7 +80,30 @@ void apply_globals(const ParsedArgs& args, GlobalOptions& globals, bool json_is_
     globals.server = std::move(*server);
   }
   if (auto timeout = args.value("timeout")) globals.timeout = parse_seconds(*timeout, "--timeout");
+  if (auto token_file = args.value("token-file")) {
+    if (token_file->empty()) throw UsageError("--token-file expects a file");
+    globals.bearer_token = read_bearer_token_file(*token_file);
+  }
   if (json_is_global && args.has("json")) globals.json = true;
+  if (args.has("tls") || args.has("ca") || args.has("cert") || args.has("key")) {
+    ClientTls& tls = globals.tls ? *globals.tls : globals.tls.emplace();
+    const auto set_file = [&](std::string_view name, std::string& file) {
+      if (auto value = args.value(name)) {
+        if (value->empty()) throw UsageError("--" + std::string(name) + " expects FILE");
+        file = std::move(*value);
+      }
+    };
+    set_file("ca", tls.ca_file);
+    set_file("cert", tls.cert_file);
+    set_file("key", tls.key_file);
+  }
+}
+
+// Once every option is in: a client certificate is a pair.
+void check_globals(const GlobalOptions& globals) {
+  if (globals.tls && globals.tls->cert_file.empty() != globals.tls->key_file.empty()) {
+    throw UsageError("--cert and --key go together (a client certificate and its key)");
+  }
 }
 
 int usage_error(std::ostream& err, const UsageError& error, const Command* command) {
@@ -92,7 +123,7 @@ const std::vector<Command>& all_commands() {
   static const std::vector<Command> commands = [] {
     std::vector<Command> all;
     for (auto group : {decompose_commands(), reconstruct_commands(), run_commands(), store_commands(),
-                       server_commands(), bench_commands()}) {
+                       server_commands(), bench_commands(), token_commands()}) {
       all.insert(all.end(), group.begin(), group.end());
     }
     return all;
@@ -102,7 +133,9 @@ const std::vector<Command>& all_commands() {
 
 std::string usage_text() {
   std::ostringstream text;
-  text << "usage: " << kProgram << " [--server HOST:PORT] [--timeout SECONDS] [--json] COMMAND [ARGS]\n\n"
+  text << "usage: " << kProgram
+       << " [--server HOST:PORT] [--tls [--ca FILE] [--cert FILE --key FILE]]\n"
+          "                    [--timeout SECONDS] [--token-file FILE] [--json] COMMAND [ARGS]\n\n"
        << "Client of svdserve, the SVD image reconstruction service.\n\nCommands:\n";
   for (const auto& command : all_commands()) {
     std::string left = "  " + std::string(command.name);
@@ -134,6 +167,8 @@ const Client& CommandContext::client() {
   if (!client_) {
     ClientOptions options;
     options.timeout = globals_.timeout;
+    options.tls = globals_.tls;
+    options.bearer_token = globals_.bearer_token;
     client_.emplace(globals_.server, options);
   }
   return *client_;
@@ -147,6 +182,7 @@ int run_cli(std::span<const std::string> args, const CliEnvironment& environment
     if (environment.server_from_env && !environment.server_from_env->empty()) {
       globals.server = *environment.server_from_env;
     }
+    if (environment.token_from_env) globals.bearer_token = *environment.token_from_env;
 
     const ParsedArgs before = parse_args(args, global_options(), StopAt::first_positional);
     apply_globals(before, globals, /*json_is_global=*/true);
@@ -184,6 +220,7 @@ int run_cli(std::span<const std::string> args, const CliEnvironment& environment
     const bool json_is_global = std::ranges::find(command->options, std::string_view("json"),
                                                   &OptionSpec::name) == command->options.end();
     apply_globals(parsed, globals, json_is_global);
+    check_globals(globals);
 
     const std::size_t count = parsed.positionals().size();
     if (count < command->min_positionals) throw UsageError("missing arguments");
@@ -191,7 +228,8 @@ int run_cli(std::span<const std::string> args, const CliEnvironment& environment
       throw UsageError("unexpected argument '" + parsed.positionals()[command->max_positionals] + "'");
     }
 
-    CommandContext context(std::move(globals), environment.out, err, environment.err_is_tty);
+    CommandContext context(std::move(globals), environment.out, err, environment.err_is_tty,
+                           environment.in);
     return command->run(context, parsed);
   } catch (const UsageError& error) {
     return usage_error(err, error, command);

@@ -1,6 +1,7 @@
 #pragma once
 // The whole command line of svdserve-cli: global options, the subcommand, its options, help.
 
+#include <istream>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -15,6 +16,8 @@ struct CliEnvironment {
   std::ostream& err;
   bool err_is_tty = false;
   std::optional<std::string> server_from_env{};  // SVDSERVE_SERVER
+  std::optional<std::string> token_from_env{};   // SVDSERVE_TOKEN
+  std::istream* in = nullptr;                    // standard input (token hash reads it)
 };
 
 // args: argv without the program name. Returns the process exit code (see ExitCode).

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <istream>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -19,20 +20,26 @@ struct GlobalOptions {
   std::string server{kDefaultTarget};
   std::chrono::milliseconds timeout = kDefaultCallTimeout;
   bool json = false;
+  std::optional<ClientTls> tls{};  // --tls, --ca, --cert, --key; nullopt: plaintext
+  std::string bearer_token{};  // --token-file's first line, else $SVDSERVE_TOKEN; empty: none
 };
 
 class CommandContext {
  public:
-  CommandContext(GlobalOptions globals, std::ostream& out, std::ostream& err, bool err_is_tty)
-      : globals_(std::move(globals)), out_(out), err_(err), err_is_tty_(err_is_tty) {}
+  CommandContext(GlobalOptions globals, std::ostream& out, std::ostream& err, bool err_is_tty,
+                 std::istream* in = nullptr)
+      : globals_(std::move(globals)), out_(out), err_(err), err_is_tty_(err_is_tty), in_(in) {}
 
   [[nodiscard]] const GlobalOptions& globals() const noexcept { return globals_; }
   [[nodiscard]] std::ostream& out() const noexcept { return out_; }
   [[nodiscard]] std::ostream& err() const noexcept { return err_; }
   [[nodiscard]] bool err_is_tty() const noexcept { return err_is_tty_; }
   [[nodiscard]] bool json() const noexcept { return globals_.json; }
+  // Standard input; nullptr when the CLI was given none (tests).
+  [[nodiscard]] std::istream* in() const noexcept { return in_; }
 
-  // The client for --server with the --timeout deadline; created on the first call.
+  // The client for --server with the --timeout deadline, the TLS options and the bearer token;
+  // created on the first call.
   [[nodiscard]] const Client& client();
 
  private:
@@ -40,6 +47,7 @@ class CommandContext {
   std::ostream& out_;
   std::ostream& err_;
   bool err_is_tty_;
+  std::istream* in_;
   std::optional<Client> client_;
 };
 
@@ -61,5 +69,6 @@ struct Command {
 [[nodiscard]] std::vector<Command> store_commands();        // list, info, delete, load-dir
 [[nodiscard]] std::vector<Command> server_commands();       // stats, server-info, health, profile
 [[nodiscard]] std::vector<Command> bench_commands();        // bench
+[[nodiscard]] std::vector<Command> token_commands();        // token
 
 }  // namespace svdserve::cli

@@ -96,15 +96,19 @@ Clock::time_point to_steady_deadline(std::chrono::system_clock::time_point deadl
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline - now_system);
 }
 
-v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes) {
-  v1::ReconstructRequest request;
-  if (!bytes.Valid()) return request;  // no bytes: the empty message
-  grpc::ByteBuffer shared(bytes);      // references the same slices; the reader wants it mutable
+void parse_request(const grpc::ByteBuffer& bytes, google::protobuf::MessageLite& request) {
+  if (!bytes.Valid()) return;     // no bytes: the empty message
+  grpc::ByteBuffer shared(bytes);  // references the same slices; the reader wants it mutable
   grpc::ProtoBufferReader reader(&shared);
   if (!reader.status().ok() || !request.ParseFromZeroCopyStream(&reader)) {
-    throw InvalidArgument("the request is not a valid svdserve.v1.ReconstructRequest "
-                          "(malformed protobuf bytes)");
+    throw InvalidArgument("the request is not a valid " + request.GetTypeName() +
+                          " (malformed protobuf bytes)");
   }
+}
+
+v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes) {
+  v1::ReconstructRequest request;
+  parse_request(bytes, request);
   return request;
 }
 

@@ -49,8 +49,9 @@ template <typename Request>
 [[nodiscard]] Clock::time_point to_steady_deadline(std::chrono::system_clock::time_point deadline);
 
 // A raw method's request, parsed as the generated code does for a typed method, except that
-// malformed bytes are INVALID_ARGUMENT with a message (gRPC's typed callback handler answers
-// UNIMPLEMENTED, no message).
+// malformed bytes are INVALID_ARGUMENT with a message naming the type (gRPC's typed callback
+// handler answers UNIMPLEMENTED, no message). No bytes are the empty message.
+void parse_request(const grpc::ByteBuffer& bytes, google::protobuf::MessageLite& request);
 [[nodiscard]] v1::ReconstructRequest parse_reconstruct_request(const grpc::ByteBuffer& bytes);
 
 }  // namespace svdserve

@@ -14,12 +14,16 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "server/grpc/authorizer.hpp"
 #include "server/grpc/call_metrics.hpp"
+#include "server/grpc/parsed_call.hpp"
+#include "server/grpc/request_translation.hpp"
 #include "server/grpc/stream_budget.hpp"
 #include "server/grpc/unary_call.hpp"
 #include "server/grpc/unsent_bytes_budget.hpp"
 #include "server/runtime/factor_store.hpp"
 #include "server/runtime/job.hpp"
+#include "server/runtime/load_roots.hpp"
 #include "server/runtime/pipeline.hpp"
 #include "server/runtime/rank_validator.hpp"
 #include "svdserve/v1/config.pb.h"
@@ -36,25 +40,26 @@ struct ServiceContext {
   CallMetrics& metrics;         // calls by method and code; GetStats reads it
   StreamBudget& stream_budget;  // what all ReconstructStream calls together may have computing
   UnsentBytesBudget& unsent_bytes;  // response bytes not yet sent, of every call
+  const Authorizer& authorizer;     // every call asks it first
   int64_t started_unix_ms = 0;
 };
 
-// Reconstruct and ReconstructStream are raw methods: their requests and responses are
-// ByteBuffers, so that a response can carry the pixel buffer itself
-// (reconstruct_response_encoder.hpp). The other methods take protobuf messages.
-// This is v1::SvdServe::CallbackService with those two swapped for their raw forms (a raw bidi
-// method cannot wrap the typed one: same parameters, another return type), in the proto's order.
-// A method missing here would be a synchronous one, answered UNIMPLEMENTED.
+// Every method is raw: requests and responses are ByteBuffers. Reconstruct and ReconstructStream
+// answer with the pixel buffer itself (reconstruct_response_encoder.hpp); the others parse their
+// request and serialize their response around a typed handler (parsed_call.hpp), so that bytes
+// that are not the request are INVALID_ARGUMENT with a message, not gRPC's typed handlers'
+// UNIMPLEMENTED. This is v1::SvdServe::CallbackService in its raw form, in the proto's order; a
+// method missing here would be a synchronous one, answered UNIMPLEMENTED.
 namespace service_base {
 using S = v1::SvdServe;
-using Methods = S::WithCallbackMethod_Decompose<S::WithRawCallbackMethod_Reconstruct<
-    S::WithCallbackMethod_ReconstructBatch<S::WithRawCallbackMethod_ReconstructStream<
-        S::WithCallbackMethod_ReconstructProgressive<S::WithCallbackMethod_Compress<
-            S::WithCallbackMethod_GetImage<S::WithCallbackMethod_ListImages<
-                S::WithCallbackMethod_DeleteImage<S::WithCallbackMethod_LoadDirectory<
-                    S::WithCallbackMethod_GetServerInfo<S::WithCallbackMethod_GetStats<
-                        S::WithCallbackMethod_Echo<S::WithCallbackMethod_StartProfiling<
-                            S::WithCallbackMethod_StopProfiling<S::Service>>>>>>>>>>>>>>>;
+using Methods = S::WithRawCallbackMethod_Decompose<S::WithRawCallbackMethod_Reconstruct<
+    S::WithRawCallbackMethod_ReconstructBatch<S::WithRawCallbackMethod_ReconstructStream<
+        S::WithRawCallbackMethod_ReconstructProgressive<S::WithRawCallbackMethod_Compress<
+            S::WithRawCallbackMethod_GetImage<S::WithRawCallbackMethod_ListImages<
+                S::WithRawCallbackMethod_DeleteImage<S::WithRawCallbackMethod_LoadDirectory<
+                    S::WithRawCallbackMethod_GetServerInfo<S::WithRawCallbackMethod_GetStats<
+                        S::WithRawCallbackMethod_Echo<S::WithRawCallbackMethod_StartProfiling<
+                            S::WithRawCallbackMethod_StopProfiling<S::Service>>>>>>>>>>>>>>>;
 }  // namespace service_base
 using SvdServiceBase = service_base::Methods;
 
@@ -82,59 +87,64 @@ class SvdService final : public SvdServiceBase {
   void untrack(OpenStream& stream);
 
   grpc::ServerUnaryReactor* Decompose(grpc::CallbackServerContext* ctx,
-                                      const v1::DecomposeRequest* request,
-                                      v1::DecomposeResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   // Parses a ReconstructRequest from `request`; answers a ReconstructResponse without copying
   // the pixels (see SvdServiceBase).
   grpc::ServerUnaryReactor* Reconstruct(grpc::CallbackServerContext* ctx,
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ReconstructBatch(grpc::CallbackServerContext* ctx,
-                                             const v1::ReconstructBatchRequest* request,
-                                             v1::ReconstructBatchResponse* response) override;
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) override;
   // ReconstructRequests in, ReconstructStreamResponses out, pixels not copied (as Reconstruct).
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ReconstructStream(
       grpc::CallbackServerContext* ctx) override;
-  grpc::ServerWriteReactor<v1::ReconstructResponse>* ReconstructProgressive(
-      grpc::CallbackServerContext* ctx, const v1::ReconstructProgressiveRequest* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* ReconstructProgressive(
+      grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* Compress(grpc::CallbackServerContext* ctx,
-                                     const v1::CompressRequest* request,
-                                     v1::CompressResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetImage(grpc::CallbackServerContext* ctx,
-                                     const v1::GetImageRequest* request,
-                                     v1::GetImageResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListImages(grpc::CallbackServerContext* ctx,
-                                       const v1::ListImagesRequest* request,
-                                       v1::ListImagesResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* DeleteImage(grpc::CallbackServerContext* ctx,
-                                        const v1::DeleteImageRequest* request,
-                                        v1::DeleteImageResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* LoadDirectory(grpc::CallbackServerContext* ctx,
-                                          const v1::LoadDirectoryRequest* request,
-                                          v1::LoadDirectoryResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
-                                          const v1::GetServerInfoRequest* request,
-                                          v1::GetServerInfoResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* ctx,
-                                     const v1::GetStatsRequest* request,
-                                     v1::GetStatsResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   // Runs on the callback thread: no pipeline, so it measures the transport alone.
-  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* ctx, const v1::EchoRequest* request,
-                                 v1::EchoResponse* response) override;
+  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* ctx,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* StartProfiling(grpc::CallbackServerContext* ctx,
-                                           const v1::StartProfilingRequest* request,
-                                           v1::StartProfilingResponse* response) override;
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* StopProfiling(grpc::CallbackServerContext* ctx,
-                                          const v1::StopProfilingRequest* request,
-                                          v1::StopProfilingResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
 
   // Shared by the reactors in stream_reactors.cpp.
-  // A reconstruct job of `method` for one request item, with the factors looked up and the
-  // deadline and cancellation of ctx attached. Throws on a bad request (unknown id, bad rank,
-  // draining).
+  // The caller of ctx's call of `method`; throws Unauthenticated or PermissionDenied.
+  [[nodiscard]] Caller authorize(grpc::CallbackServerContext* ctx, const char* method) const {
+    return context_.authorizer.authorize(*ctx, method);
+  }
+  // A reconstruct job of `method` for one request item of `caller`, with the factors looked up
+  // (in the caller's namespace) and the deadline and cancellation of ctx attached. Throws on a
+  // bad request (unknown id, bad rank, draining).
   [[nodiscard]] JobPtr make_reconstruct_job(grpc::CallbackServerContext* ctx,
                                             const v1::ReconstructRequest& request,
-                                            const char* method);
+                                            const char* method, const Caller& caller);
   // Counts a streaming call (unary calls count themselves through UnaryCall).
   void record(const char* method, const grpc::Status& status) {
     context_.metrics.record_call(method, status.error_code());
@@ -148,25 +158,66 @@ class SvdService final : public SvdServiceBase {
   [[nodiscard]] UnsentBytesBudget& unsent_bytes() const noexcept { return context_.unsent_bytes; }
 
  private:
-  // The one way a unary handler runs and ends (unary_call.hpp).
-  template <typename Start>
+  // The one way a typed unary handler runs and ends (unary_call.hpp): once its caller is
+  // authorized and its request parsed, `start(call, caller, request, response)`.
+  template <typename Request, typename Response, typename Start>
   grpc::ServerUnaryReactor* unary(grpc::CallbackServerContext* ctx, const char* method,
-                                  Start&& start) {
-    return run_unary(ctx, method, context_.metrics, std::forward<Start>(start));
+                                  const grpc::ByteBuffer* request_bytes,
+                                  grpc::ByteBuffer* response_bytes, Start&& start) {
+    const auto messages = std::make_shared<ParsedCall<Request, Response>>(response_bytes);
+    return run_unary(
+        ctx, method, context_.metrics,
+        [&](const UnaryCall& call) {
+          const Caller caller = authorize(ctx, method);
+          parse_request(*request_bytes, messages->request);
+          std::forward<Start>(start)(call, caller, &messages->request, &messages->response);
+        },
+        messages);
   }
   // A unary handler whose response counts against the unsent-bytes budget:
-  // `start(call, reactor)` validates, then hands its work to reactor.start_after_reserving.
+  // `start(call, caller, reactor)` validates, then hands its work to
+  // reactor.start_after_reserving. Raw (Reconstruct): the handler parses and answers bytes.
   template <typename Start>
-  grpc::ServerUnaryReactor* budgeted(const char* method, Start&& start) {
+  grpc::ServerUnaryReactor* budgeted(grpc::CallbackServerContext* ctx, const char* method,
+                                     Start&& start) {
     auto* reactor = new BudgetedUnaryReactor(context_.unsent_bytes);
     return run_unary(reactor, method, context_.metrics, [&](const UnaryCall& call) {
-      std::forward<Start>(start)(call, *reactor);
+      const Caller caller = authorize(ctx, method);
+      std::forward<Start>(start)(call, caller, *reactor);
     });
   }
-  template <typename Respond>
+  // The same, typed: `start(call, caller, reactor, request, response)`.
+  template <typename Request, typename Response, typename Start>
+  grpc::ServerUnaryReactor* budgeted(grpc::CallbackServerContext* ctx, const char* method,
+                                     const grpc::ByteBuffer* request_bytes,
+                                     grpc::ByteBuffer* response_bytes, Start&& start) {
+    const auto messages = std::make_shared<ParsedCall<Request, Response>>(response_bytes);
+    auto* reactor = new BudgetedUnaryReactor(context_.unsent_bytes);
+    return run_unary(
+        reactor, method, context_.metrics,
+        [&](const UnaryCall& call) {
+          const Caller caller = authorize(ctx, method);
+          parse_request(*request_bytes, messages->request);
+          std::forward<Start>(start)(call, caller, *reactor, &messages->request,
+                                     &messages->response);
+        },
+        messages);
+  }
+  // A typed handler that answers on the callback thread: `respond(caller, request, response)`
+  // fills the response.
+  template <typename Request, typename Response, typename Respond>
   grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* ctx, const char* method,
-                                   Respond&& respond) {
-    return answer_unary(ctx, method, context_.metrics, std::forward<Respond>(respond));
+                                   const grpc::ByteBuffer* request_bytes,
+                                   grpc::ByteBuffer* response_bytes, Respond&& respond) {
+    const auto messages = std::make_shared<ParsedCall<Request, Response>>(response_bytes);
+    return answer_unary(
+        ctx, method, context_.metrics,
+        [&] {
+          const Caller caller = authorize(ctx, method);
+          parse_request(*request_bytes, messages->request);
+          std::forward<Respond>(respond)(caller, &messages->request, &messages->response);
+        },
+        messages);
   }
 
   void check_accepting() const;
@@ -177,6 +228,7 @@ class SvdService final : public SvdServiceBase {
 
   ServiceContext context_;
   const RankValidator ranks_;
+  const LoadRoots load_roots_;  // what LoadDirectory may read
   std::atomic<bool> draining_{false};  // set under open_streams_mutex_, read without it
   std::mutex open_streams_mutex_;
   std::set<OpenStream*> open_streams_;  // guarded by open_streams_mutex_

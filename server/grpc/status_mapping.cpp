@@ -13,12 +13,14 @@ grpc::StatusCode code_for(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::invalid_argument: return grpc::StatusCode::INVALID_ARGUMENT;
     case ErrorKind::not_found: return grpc::StatusCode::NOT_FOUND;
+    case ErrorKind::permission_denied: return grpc::StatusCode::PERMISSION_DENIED;
     case ErrorKind::resource_exhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
     case ErrorKind::failed_precondition: return grpc::StatusCode::FAILED_PRECONDITION;
     case ErrorKind::unavailable: return grpc::StatusCode::UNAVAILABLE;
     case ErrorKind::deadline_exceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
     case ErrorKind::cancelled: return grpc::StatusCode::CANCELLED;
     case ErrorKind::internal: return grpc::StatusCode::INTERNAL;
+    case ErrorKind::unauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
   }
   return grpc::StatusCode::INTERNAL;
 }
@@ -38,9 +40,10 @@ std::string shortened(std::string_view text, std::size_t max_bytes) {
 std::vector<grpc::StatusCode> answered_codes() {
   std::vector<grpc::StatusCode> codes{grpc::StatusCode::OK};
   for (ErrorKind kind : {ErrorKind::invalid_argument, ErrorKind::not_found,
-                         ErrorKind::resource_exhausted, ErrorKind::failed_precondition,
-                         ErrorKind::unavailable, ErrorKind::deadline_exceeded,
-                         ErrorKind::cancelled, ErrorKind::internal}) {
+                         ErrorKind::permission_denied, ErrorKind::resource_exhausted,
+                         ErrorKind::failed_precondition, ErrorKind::unavailable,
+                         ErrorKind::deadline_exceeded, ErrorKind::cancelled,
+                         ErrorKind::internal, ErrorKind::unauthenticated}) {
     codes.push_back(code_for(kind));
   }
   return codes;

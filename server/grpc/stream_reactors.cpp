@@ -35,8 +35,8 @@ using Ticket = UnsentBytesBudget::Ticket;
 constexpr uint64_t kMaxUnwrittenPerCall = 64;
 constexpr uint64_t kMaxUnwrittenBytesPerCall = uint64_t{64} << 20;
 
-// A ReconstructProgressive answer is a protobuf message: held twice until sent, as the message
-// and as gRPC's serialized copy of it.
+// A ReconstructProgressive answer is a protobuf message: held twice while it is serialized (the
+// message and its bytes), then as bytes until sent.
 constexpr uint64_t kSerializedCopies = 2;
 
 uint64_t answer_bytes(const Job& job) {
@@ -71,6 +71,14 @@ class ReconstructStreamReactor final
         budget_(service.stream_budget()),
         unsent_(service.unsent_bytes()),
         ctx_(ctx) {
+    try {
+      caller_ = service_.authorize(ctx, kMethod);
+    } catch (...) {
+      std::unique_lock lock(mutex_);
+      refused_ = to_status(std::current_exception());
+      end_step(*this, lock);
+      return;
+    }
     // Not under mutex_: the service takes its lock before ours (end_for_drain).
     const bool tracked = service_.track(*this);
     std::unique_lock lock(mutex_);
@@ -102,7 +110,8 @@ class ReconstructStreamReactor final
     lock.unlock();
     JobPtr job;
     try {
-      job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_), kMethod);
+      job = service_.make_reconstruct_job(ctx_, parse_reconstruct_request(request_), kMethod,
+                                          caller_);
       job->pixels_in_pool = true;
       job->on_done = [this, sequence](Job& done, std::exception_ptr error) {
         budget_.computed();
@@ -278,10 +287,12 @@ class ReconstructStreamReactor final
 
   [[nodiscard]] bool should_finish() const {
     return !finished_ && submitting_ == 0 && !waiting_ && responses_.idle() &&
-           (reads_done_ || client_gone_ || draining_);
+           (reads_done_ || client_gone_ || draining_ || !refused_.ok());
   }
   [[nodiscard]] grpc::Status final_status() {
-    if (client_gone_) {
+    if (!refused_.ok()) {
+      final_status_ = refused_;
+    } else if (client_gone_) {
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
     } else if (!reads_done_) {
       final_status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -297,6 +308,7 @@ class ReconstructStreamReactor final
   StreamBudget& budget_;        // shared by all streams (thread-safe)
   UnsentBytesBudget& unsent_;   // shared by all calls (thread-safe)
   grpc::CallbackServerContext* ctx_;
+  Caller caller_;             // set once, before the first read
   grpc::ByteBuffer request_;  // only touched by the read path: one read at a time
 
   std::mutex mutex_;
@@ -313,19 +325,24 @@ class ReconstructStreamReactor final
   bool client_gone_ = false;              // guarded by mutex_
   bool draining_ = false;                 // guarded by mutex_; reads no more
   bool finished_ = false;                 // guarded by mutex_
+  grpc::Status refused_;                  // guarded by mutex_; not authorized: read nothing
   grpc::Status final_status_;             // set once, before Finish
 };
 
 // The ranks in increasing order, each reserved from the UnsentBytesBudget before it is
 // submitted, at most kMaxUnwrittenPerCall ahead of what the client has read.
-class ReconstructProgressiveReactor final
-    : public grpc::ServerWriteReactor<v1::ReconstructResponse> {
+// Raw, as every method (service.hpp): the request is parsed here, each answer serialized as it
+// is delivered.
+class ReconstructProgressiveReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   ReconstructProgressiveReactor(SvdService& service, grpc::CallbackServerContext* ctx,
-                                const v1::ReconstructProgressiveRequest& request)
+                                const grpc::ByteBuffer& request_bytes)
       : service_(service), unsent_(service.unsent_bytes()) {
-    const std::set<uint32_t> ranks(request.ranks().begin(), request.ranks().end());
     try {
+      const Caller caller = service_.authorize(ctx, "ReconstructProgressive");
+      v1::ReconstructProgressiveRequest request;
+      parse_request(request_bytes, request);
+      const std::set<uint32_t> ranks(request.ranks().begin(), request.ranks().end());
       if (ranks.empty()) throw InvalidArgument("ranks is empty; give one or more ranks");
       // Validate every rank before starting any work, so a bad list fails as a whole.
       for (uint32_t rank : ranks) {
@@ -334,7 +351,8 @@ class ReconstructProgressiveReactor final
         item.set_rank(rank);
         item.set_format(request.format());
         item.set_jpeg_quality(request.jpeg_quality());
-        jobs_.push_back(service_.make_reconstruct_job(ctx, item, "ReconstructProgressive"));
+        jobs_.push_back(
+            service_.make_reconstruct_job(ctx, item, "ReconstructProgressive", caller));
       }
     } catch (...) {
       std::unique_lock lock(mutex_);
@@ -426,15 +444,23 @@ class ReconstructProgressiveReactor final
   }
 
   void deliver(uint64_t sequence, Job& done, std::exception_ptr error) {
-    v1::ReconstructResponse response;
-    if (!error) fill_reconstruction(done, &response);
+    grpc::ByteBuffer bytes;
+    if (!error) {
+      v1::ReconstructResponse response;
+      fill_reconstruction(done, &response);
+      bool own_buffer = false;
+      const grpc::Status serialized =
+          grpc::SerializationTraits<v1::ReconstructResponse>::Serialize(response, &bytes,
+                                                                        &own_buffer);
+      if (!serialized.ok()) error = std::make_exception_ptr(InternalError("answer not encoded"));
+    }
     std::unique_lock lock(mutex_);
     if (error && error_.ok()) error_ = to_status(error);
-    write_next(responses_.deliver(sequence, std::move(response)));
+    write_next(responses_.deliver(sequence, std::move(bytes)));
     end_step(*this, lock);
   }
 
-  v1::ReconstructResponse* mark_written() {
+  grpc::ByteBuffer* mark_written() {
     unwritten_bytes_ -= reservations_.front().bytes();
     sent_.push_back(std::move(reservations_.front()));
     reservations_.pop_front();
@@ -443,7 +469,7 @@ class ReconstructProgressiveReactor final
 
   // After the first error nothing more is written; the stream ends with that error. The
   // caller holds mutex_ and ends the step.
-  void write_next(v1::ReconstructResponse* next) {
+  void write_next(grpc::ByteBuffer* next) {
     while (next != nullptr && !error_.ok()) next = mark_written();
     if (next != nullptr) StartWrite(next);
   }
@@ -459,7 +485,7 @@ class ReconstructProgressiveReactor final
   std::mutex mutex_;
   std::vector<JobPtr> jobs_;                              // guarded by mutex_; from next_ on
   std::size_t next_ = 0;                                  // guarded by mutex_
-  OrderedResponses<v1::ReconstructResponse> responses_;   // guarded by mutex_
+  OrderedResponses<grpc::ByteBuffer> responses_;          // guarded by mutex_
   std::deque<Reservation> reservations_;                  // guarded by mutex_; per unwritten
   uint64_t unwritten_bytes_ = 0;                          // guarded by mutex_
   std::vector<Reservation> sent_;                         // guarded by mutex_
@@ -476,8 +502,8 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SvdService::Reconst
   return new ReconstructStreamReactor(*this, ctx);
 }
 
-grpc::ServerWriteReactor<v1::ReconstructResponse>* SvdService::ReconstructProgressive(
-    grpc::CallbackServerContext* ctx, const v1::ReconstructProgressiveRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* SvdService::ReconstructProgressive(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request) {
   return new ReconstructProgressiveReactor(*this, ctx, *request);
 }
 

@@ -4,7 +4,8 @@
 
 namespace svdserve {
 
-void UnaryCall::finish(const grpc::Status& status) const {
+void UnaryCall::finish(grpc::Status status) const {
+  if (status.ok() && messages_) status = messages_->serialize_response();
   metrics_->record_call(method_, status.error_code());
   if (!status.ok()) {
     log().debug("call failed method={} code={} message=\"{}\"", method_,

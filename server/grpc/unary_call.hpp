@@ -8,24 +8,29 @@
 
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
 
 #include "server/grpc/call_metrics.hpp"
+#include "server/grpc/parsed_call.hpp"
 #include "server/grpc/status_mapping.hpp"
 #include "server/grpc/unsent_bytes_budget.hpp"
 
 namespace svdserve {
 
-// One unary call's end. Copyable (two pointers and a name), so a job's completion captures it.
+// One unary call's end. Copyable (pointers and a name), so a job's completion captures it.
+// A typed call's request and response (parsed_call.hpp) live as long as its copies.
 class UnaryCall {
  public:
-  UnaryCall(grpc::ServerUnaryReactor* reactor, const char* method, CallMetrics& metrics) noexcept
-      : reactor_(reactor), method_(method), metrics_(&metrics) {}
+  UnaryCall(grpc::ServerUnaryReactor* reactor, const char* method, CallMetrics& metrics,
+            std::shared_ptr<ResponseSerializer> messages = nullptr) noexcept
+      : reactor_(reactor), method_(method), metrics_(&metrics), messages_(std::move(messages)) {}
 
-  // Ends the call with `status`. Nothing of the call may be touched after this.
-  void finish(const grpc::Status& status) const;
+  // Ends the call with `status` (an OK typed call with its response serialized). Nothing of the
+  // call may be touched after this.
+  void finish(grpc::Status status) const;
 
   // Ends the call with the error's status or, without one, once `respond` has filled the
   // response; what `respond` throws becomes the status instead.
@@ -45,6 +50,7 @@ class UnaryCall {
   grpc::ServerUnaryReactor* reactor_;
   const char* method_;
   CallMetrics* metrics_;
+  std::shared_ptr<ResponseSerializer> messages_;  // null for a raw call
 };
 
 // A unary call whose response counts against the unsent-bytes budget, from before its work
@@ -75,8 +81,9 @@ class BudgetedUnaryReactor final : public grpc::ServerUnaryReactor {
 // its last step; whatever it throws finishes the call with that error's status.
 template <typename Start>
 grpc::ServerUnaryReactor* run_unary(grpc::ServerUnaryReactor* reactor, const char* method,
-                                    CallMetrics& metrics, Start&& start) {
-  const UnaryCall call(reactor, method, metrics);
+                                    CallMetrics& metrics, Start&& start,
+                                    std::shared_ptr<ResponseSerializer> messages = nullptr) {
+  const UnaryCall call(reactor, method, metrics, std::move(messages));
   try {
     std::forward<Start>(start)(call);
   } catch (...) {
@@ -88,18 +95,22 @@ grpc::ServerUnaryReactor* run_unary(grpc::ServerUnaryReactor* reactor, const cha
 // The same on the call's default reactor (a response that is not budgeted).
 template <typename Start>
 grpc::ServerUnaryReactor* run_unary(grpc::CallbackServerContext* ctx, const char* method,
-                                    CallMetrics& metrics, Start&& start) {
-  return run_unary(ctx->DefaultReactor(), method, metrics, std::forward<Start>(start));
+                                    CallMetrics& metrics, Start&& start,
+                                    std::shared_ptr<ResponseSerializer> messages = nullptr) {
+  return run_unary(ctx->DefaultReactor(), method, metrics, std::forward<Start>(start),
+                   std::move(messages));
 }
 
 // A handler that answers on the callback thread: `respond()` fills the response, then the call
 // ends OK (or with what it threw).
 template <typename Respond>
 grpc::ServerUnaryReactor* answer_unary(grpc::CallbackServerContext* ctx, const char* method,
-                                       CallMetrics& metrics, Respond&& respond) {
-  return run_unary(ctx, method, metrics, [&respond](const UnaryCall& call) {
-    call.finish(nullptr, std::forward<Respond>(respond));
-  });
+                                       CallMetrics& metrics, Respond&& respond,
+                                       std::shared_ptr<ResponseSerializer> messages = nullptr) {
+  return run_unary(
+      ctx, method, metrics,
+      [&respond](const UnaryCall& call) { call.finish(nullptr, std::forward<Respond>(respond)); },
+      std::move(messages));
 }
 
 }  // namespace svdserve

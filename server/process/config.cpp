@@ -11,8 +11,11 @@
 #include <vector>
 
 #include "kernels/errors.hpp"
+#include "server/auth/token_file.hpp"
 #include "server/process/listen_address.hpp"
 #include "server/process/logging.hpp"
+#include "server/process/pem_file.hpp"
+#include "server/runtime/load_roots.hpp"
 
 namespace svdserve {
 namespace {
@@ -46,6 +49,37 @@ class FirstErrorPosition : public google::protobuf::io::ErrorCollector {
   bool found_ = false;
   std::string description_ = "text it cannot parse";
 };
+
+// The TLS fields: complete, and every file named readable and of the right kind, so that a
+// mistake stops the start instead of failing each handshake.
+void validate_tls(const v1::ServerConfig& c, std::vector<std::string>& problems) {
+  const bool cert = !c.tls_cert_file().empty();
+  const bool key = !c.tls_key_file().empty();
+  if (cert != key) {
+    problems.push_back("tls_cert_file and tls_key_file must be set together (TLS needs both)");
+  }
+  if (!c.tls_client_ca_file().empty() && !(cert && key)) {
+    problems.push_back("tls_client_ca_file needs tls_cert_file and tls_key_file (mutual TLS is "
+                       "TLS first)");
+  }
+  constexpr uint32_t kMillisecondsPerSecond = 1000;
+  constexpr uint32_t kMaxReloadIntervalMs = 24 * 3600 * kMillisecondsPerSecond;
+  if (c.tls_reload_interval_ms() % kMillisecondsPerSecond != 0 ||
+      c.tls_reload_interval_ms() > kMaxReloadIntervalMs) {
+    problems.push_back("tls_reload_interval_ms must be whole seconds, 1000..86400000 (gRPC's "
+                       "file watcher counts seconds), got " +
+                       std::to_string(c.tls_reload_interval_ms()));
+  }
+  const auto check_file = [&](const char* field, const std::string& path, PemContent content) {
+    if (path.empty()) return;
+    if (const auto problem = pem_file_problem(path, content)) {
+      problems.push_back(std::string(field) + " '" + path + "' " + *problem);
+    }
+  };
+  check_file("tls_cert_file", c.tls_cert_file(), PemContent::certificate);
+  check_file("tls_key_file", c.tls_key_file(), PemContent::private_key);
+  check_file("tls_client_ca_file", c.tls_client_ca_file(), PemContent::certificate);
+}
 
 }  // namespace
 
@@ -101,6 +135,9 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.evicted_history() == 0) c.set_evicted_history(1024);
   if (c.metrics_host().empty()) c.set_metrics_host("127.0.0.1");  // this host only
   if (c.max_images() == 0) c.set_max_images(1'000'000);
+  if (!c.has_reflection()) c.set_reflection(true);  // grpcurl and ghz work out of the box
+  if (c.tls_reload_interval_ms() == 0) c.set_tls_reload_interval_ms(60'000);
+  if (c.token_reload_interval_ms() == 0) c.set_token_reload_interval_ms(1000);
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
 }
@@ -157,10 +194,24 @@ void validate(const v1::ServerConfig& c) {
   // A day: past it a limit does not bound anything a client would wait for.
   require(c.max_compute_ms() <= 86'400'000,
           "max_compute_ms must be at most 86400000 (0: no limit)");
+  for (const std::string& root : c.load_roots()) {
+    if (const auto problem = load_root_problem(root)) problems.push_back("load_roots: " + *problem);
+  }
+  validate_tls(c, problems);
+  require(c.token_reload_interval_ms() <= kMaxMs,
+          "token_reload_interval_ms must be at most a day (86400000)");
   try {
     set_log_level(c.log_level());
   } catch (const Error& e) {
     problems.push_back(e.what());
+  }
+  if (!c.token_file().empty()) {
+    // Read now, so that a bad file stops the start; the message names a line, never its text.
+    try {
+      (void)read_token_file(c.token_file());
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+    }
   }
   if (!problems.empty()) {
     std::string message = "invalid config: ";

@@ -1,7 +1,9 @@
 #include "server/process/flags.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
@@ -21,6 +23,21 @@ uint64_t parse_number(const std::string& flag, const std::string& value,
                           std::to_string(max) + "), got '" + value + "'");
   }
   return parsed;
+}
+
+// A path on the command line is relative to the working folder; load roots are absolute.
+std::string absolute_path(const std::string& path) {
+  if (path.empty()) return path;  // validation says what is wrong with it
+  std::string absolute = std::filesystem::absolute(path).string();
+  while (absolute.size() > 1 && absolute.back() == '/') absolute.pop_back();
+  return absolute;
+}
+
+bool parse_bool(const std::string& flag, const std::string& value) {
+  if (value != "true" && value != "false") {
+    throw InvalidArgument("--" + flag + " must be true or false, got '" + value + "'");
+  }
+  return value == "true";
 }
 
 using Setter = std::function<void(v1::ServerConfig&, const std::string& flag, const std::string&)>;
@@ -71,6 +88,14 @@ const std::map<std::string, Setter>& setters() {
       {"drain-timeout-ms", [](auto& c, auto& f, auto& v) { c.set_drain_timeout_ms(static_cast<uint32_t>(parse_number(f, v))); }},
       {"lame-duck-ms", [](auto& c, auto& f, auto& v) { c.set_lame_duck_ms(static_cast<uint32_t>(parse_number(f, v))); }},
       {"max-compute-ms", [](auto& c, auto& f, auto& v) { c.set_max_compute_ms(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"load-root", [](auto& c, auto&, auto& v) { c.add_load_roots(absolute_path(v)); }},
+      {"reflection", [](auto& c, auto& f, auto& v) { c.set_reflection(parse_bool(f, v)); }},
+      {"tls-cert", [](auto& c, auto&, auto& v) { c.set_tls_cert_file(v); }},
+      {"tls-key", [](auto& c, auto&, auto& v) { c.set_tls_key_file(v); }},
+      {"tls-client-ca", [](auto& c, auto&, auto& v) { c.set_tls_client_ca_file(v); }},
+      {"tls-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_tls_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"token-file", [](auto& c, auto&, auto& v) { c.set_token_file(v); }},
+      {"token-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_token_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
   };
   return table;
 }
@@ -94,7 +119,7 @@ CommandLine parse_command_line(int argc, char** argv) {
       value = argv[++i];
     }
     if (name == "config") result.config_path = value;
-    else if (name == "load-dir") result.load_dir = value;
+    else if (name == "load-dir") result.load_dir = absolute_path(value);
     else if (setters().contains(name)) result.overrides.emplace_back(name, value);
     else throw InvalidArgument("unknown flag --" + name + " (see --help)");
   }
@@ -103,6 +128,12 @@ CommandLine parse_command_line(int argc, char** argv) {
 
 void apply_overrides(const CommandLine& command_line, v1::ServerConfig& config) {
   for (const auto& [name, value] : command_line.overrides) setters().at(name)(config, name, value);
+  // The folder loaded at start is one LoadDirectory may read: `--load-dir /data` just works.
+  const auto& roots = config.load_roots();
+  if (!command_line.load_dir.empty() &&
+      std::find(roots.begin(), roots.end(), command_line.load_dir) == roots.end()) {
+    config.add_load_roots(command_line.load_dir);
+  }
 }
 
 std::string usage() {
@@ -113,7 +144,9 @@ usage: svdserve [--config FILE] [flags]
   --config FILE             ServerConfig in protobuf text format (see config/svdserve.textproto)
   --listen HOST:PORT        gRPC address (default 0.0.0.0:50051)
   --backend auto|cpu|gpu    compute backend (default auto: the GPU when one is usable)
-  --load-dir DIR            decompose every image under DIR at start (ids: relative paths)
+  --load-dir DIR            decompose every image under DIR at start (ids: relative paths);
+                            DIR is a load root
+  --load-root DIR           a folder LoadDirectory may read (repeatable; adds to the config's)
   --workers N               batch workers: batches running at once
   --loaders N               threads that read and decode input images
   --encoders N              threads that encode PNG and JPEG answers
@@ -131,14 +164,27 @@ usage: svdserve [--config FILE] [flags]
   --gpu-streams N           CUDA streams (GPU backend)
   --gpu-svd automatic|exact GPU decompose: randomized (fast) or Xgesvd (LAPACK accuracy)
   --gpu-jpeg nvjpeg|off     GPU backend: JPEGs decoded on the device, or by OpenCV
+  --tls-cert FILE           TLS: the server's PEM certificate chain (with --tls-key)
+  --tls-key FILE            TLS: its PEM private key
+  --tls-client-ca FILE      mutual TLS: clients must present a certificate this CA signed
+  --tls-reload-interval-ms N  how often the TLS files are read again (default 60000, whole
+                            seconds): replaced certificates are used without a restart
   --metrics-port N          Prometheus /metrics port (0: off)
-  --metrics-host IP         address /metrics binds (default 127.0.0.1; 0.0.0.0: every interface)
+  --metrics-host IP         address /metrics binds (default 127.0.0.1; 0.0.0.0: every interface;
+                            plain HTTP, so keep it on loopback or behind a proxy)
   --drain-timeout-ms N      shutdown limit, from the signal to the exit (default 5000)
   --lame-duck-ms N          after the signal, health NOT_SERVING but calls still answered
                             (default 1000, within the drain timeout; 0: none)
+  --token-file FILE         bearer tokens, one a line: sha256:<hex> ROLE NAME [NAMESPACE]
+                            (config/tokens.example); without it, no authentication
+  --token-reload-interval-ms N  how often, at most, the token file is looked at for changes
+                            (default 1000)
   --log-level LEVEL         trace, debug, info, warn, error
+  --reflection true|false   gRPC server reflection, for grpcurl and ghz (default true)
   --version, --help
 
+Without TLS or a token file, a listener that other hosts can reach is logged as a warning at
+start.
 Flags override the config file. SIGINT/SIGTERM: health NOT_SERVING for the lame duck, then
 in-flight work drains and svdserve exits 0 (4 when work still running at the drain timeout had
 to be abandoned).

@@ -14,16 +14,15 @@ namespace {
 
 constexpr uint32_t kMaxPort = std::numeric_limits<uint16_t>::max();
 
-// "[::1]" -> "::1": getaddrinfo wants an IPv6 literal without its brackets.
-std::string host_of(std::string_view address) {
+}  // namespace
+
+std::string listen_host(std::string_view address) {
   std::string_view host = address.substr(0, address.rfind(':'));
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
   return std::string(host);
 }
-
-}  // namespace
 
 bool is_unix_socket(std::string_view address) noexcept {
   return address.starts_with("unix:") || address.starts_with("unix-abstract:");
@@ -50,7 +49,7 @@ std::string explain_listen_failure(const std::string& address) {
   const std::string generic = "cannot listen on " + address;
   const std::optional<std::string_view> port = port_text(address);
   if (is_unix_socket(address) || !port) return generic;
-  const std::string host = host_of(address);
+  const std::string host = listen_host(address);  // getaddrinfo wants no brackets
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

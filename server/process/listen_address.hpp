@@ -15,6 +15,10 @@ namespace svdserve {
 // The text after the last ':' (the port of "host:port"); nullopt when there is no ':'.
 [[nodiscard]] std::optional<std::string_view> port_text(std::string_view address) noexcept;
 
+// The host of a host:port address, without the brackets of an IPv6 literal ("[::1]:80" -> "::1");
+// empty for ":80" (every interface).
+[[nodiscard]] std::string listen_host(std::string_view address);
+
 // The port of a host:port address when it is a number in 0..65535 (0: any free port).
 [[nodiscard]] std::optional<uint16_t> listen_port(std::string_view address) noexcept;
 

@@ -1,6 +1,5 @@
 #include "server/process/server.hpp"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
 
@@ -11,8 +10,11 @@
 #include "kernels/errors.hpp"
 #include "kernels/trace.hpp"
 #include "server/process/backend_selection.hpp"
+#include "server/process/exposure.hpp"
 #include "server/process/listen_address.hpp"
 #include "server/process/prometheus_text.hpp"
+#include "server/process/reflection_option.hpp"
+#include "server/process/server_credentials.hpp"
 #include "server/runtime/logger.hpp"
 
 namespace svdserve {
@@ -96,16 +98,21 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
           return prometheus_text(metrics_->totals(), live);
         });
   }
+  if (!config_.token_file().empty()) {
+    tokens_ = std::make_unique<TokenFileWatch>(
+        config_.token_file(), std::chrono::milliseconds(config_.token_reload_interval_ms()));
+  }
+  authorizer_ = std::make_unique<Authorizer>(tokens_.get());
   service_ = std::make_unique<SvdService>(
       ServiceContext{config_, *backend_, *store_, *pipeline_, *metrics_, *stream_budget_,
-                     *unsent_bytes_, now_unix_ms()});
+                     *unsent_bytes_, *authorizer_, now_unix_ms()});
 
   // Ours instead of gRPC's default health service, which holds Watch calls open through a drain.
   grpc::EnableDefaultHealthCheckService(false);
   health_ = std::make_unique<HealthService>(std::vector<std::string>{kServiceName});
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config_.listen_address(), grpc::InsecureServerCredentials(), &port_);
+  builder.SetOption(std::make_unique<ReflectionOption>(config_.reflection()));
+  builder.AddListeningPort(config_.listen_address(), server_credentials(config_), &port_);
   // gRPC sets SO_REUSEPORT by default: a second server would bind the same port and take half
   // of the new connections. It must fail to start instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -124,13 +131,20 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                       std::to_string(port_));
   }
   set_serving(false);  // until startup work (e.g. --load-dir) is done
-  log().info("listening address={} port={} metrics_port={} backend={} device=\"{}\" budget_bytes={} "
-             "workers={} loaders={} encoders={} cpu_compute_threads={} max_batch_size={} "
-             "max_queue_delay_us={}",
-             config_.listen_address(), port_, metrics_port(), backend_->name(),
+  const bool tls = tls_enabled(config_);
+  log().info("listening address={} port={} tls={} authentication={} metrics_port={} backend={} "
+             "device=\"{}\" budget_bytes={} workers={} loaders={} encoders={} "
+             "cpu_compute_threads={} max_batch_size={} max_queue_delay_us={} reflection={} "
+             "load_roots={}",
+             config_.listen_address(), port_,
+             !tls ? "off" : config_.tls_client_ca_file().empty() ? "on" : "mutual",
+             authorizer_->enabled() ? "tokens" : "off", metrics_port(), backend_->name(),
              backend_->device_description(), budget, config_.worker_threads(),
              config_.loader_threads(), config_.encoder_threads(), config_.cpu_compute_threads(),
-             config_.max_batch_size(), config_.max_queue_delay_us());
+             config_.max_batch_size(), config_.max_queue_delay_us(), config_.reflection(),
+             config_.load_roots_size());
+  const ListenerGuards guards{.tls = tls, .authentication = authorizer_->enabled()};
+  for (const std::string& warning : exposure_warnings(config_, guards)) log().warn("{}", warning);
 }
 
 Server::~Server() { shutdown(); }
@@ -151,6 +165,8 @@ uint32_t Server::load_directory(const std::string& path) {
   arguments.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes()));
   auto stub = v1::SvdServe::NewStub(grpc_server_->InProcessChannel(arguments));
   grpc::ClientContext context;
+  // The server's own call: an admin without a namespace, whatever the token file holds.
+  context.AddMetadata("authorization", "Bearer " + authorizer_->process_token());
   v1::LoadDirectoryRequest request;
   request.set_path(path);
   request.set_recursive(true);

@@ -1,7 +1,7 @@
 #pragma once
 // Owns everything a running svdserve is made of, and starts and stops it in a fixed order:
 // start:    backend -> store -> metrics sink -> pipeline -> stream and unsent-bytes budgets
-//           -> /metrics endpoint
+//           -> /metrics endpoint -> token file and authorizer
 //           -> gRPC server (health NOT_SERVING) -> SERVING
 // shutdown: health NOT_SERVING, calls still answered (lame_duck_ms) -> refuse new calls, end
 //           open streams and health watches -> drain in-flight RPCs, cancel what is left at
@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "kernels/backend.hpp"
+#include "server/auth/token_file_watch.hpp"
+#include "server/grpc/authorizer.hpp"
 #include "server/grpc/health_service.hpp"
 #include "server/grpc/service.hpp"
 #include "server/grpc/stream_budget.hpp"
@@ -78,6 +80,8 @@ class Server {
   std::unique_ptr<StreamBudget> stream_budget_;  // before the endpoint and the service: they read it
   std::unique_ptr<UnsentBytesBudget> unsent_bytes_;  // the same
   std::unique_ptr<MetricsHttpEndpoint> metrics_http_;
+  std::unique_ptr<TokenFileWatch> tokens_;  // null without token_file; before the authorizer
+  std::unique_ptr<Authorizer> authorizer_;  // before the service: every call asks it
   std::unique_ptr<SvdService> service_;
   std::unique_ptr<HealthService> health_;  // before the gRPC server: its calls use it
   std::unique_ptr<grpc::Server> grpc_server_;

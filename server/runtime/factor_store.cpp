@@ -123,19 +123,26 @@ std::vector<StoredImageInfo> FactorStore::list(bool include_evicted) const {
 }
 
 StoredImagePage FactorStore::list_page(std::string_view after, std::size_t limit,
-                                       bool include_evicted) const {
+                                       bool include_evicted, std::string_view prefix) const {
   std::lock_guard lock(mutex_);
   StoredImagePage page;
+  // The first id of the prefix, or the first after `after`.
+  const auto start = [&](const auto& map) {
+    return after < prefix ? map.lower_bound(prefix) : map.upper_bound(after);
+  };
+  const auto in_range = [&](const auto& it, const auto& map) {
+    return it != map.end() && std::string_view(it->first).starts_with(prefix);
+  };
   // The two maps merged in id order (an id is in at most one of them).
-  auto resident = resident_.upper_bound(after);
-  auto evicted = include_evicted ? evicted_.upper_bound(after) : evicted_.end();
-  while (resident != resident_.end() || evicted != evicted_.end()) {
+  auto resident = start(resident_);
+  auto evicted = include_evicted ? start(evicted_) : evicted_.end();
+  while (in_range(resident, resident_) || in_range(evicted, evicted_)) {
     if (page.images.size() == limit) {
       page.next_after = page.images.back().id;
       break;
     }
-    if (evicted == evicted_.end() ||
-        (resident != resident_.end() && resident->first < evicted->first)) {
+    if (!in_range(evicted, evicted_) ||
+        (in_range(resident, resident_) && resident->first < evicted->first)) {
       page.images.push_back((resident++)->second.info);
     } else {
       page.images.push_back((evicted++)->second);

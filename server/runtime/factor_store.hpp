@@ -78,10 +78,13 @@ class FactorStore {
   // Resident images, most recently used first; then evicted ones when asked. All of them: for
   // tests and small stores; ListImages pages with list_page.
   [[nodiscard]] std::vector<StoredImageInfo> list(bool include_evicted) const;
-  // At most `limit` images (resident, and evicted ones when asked) whose ids come after `after`,
-  // in id order: a stable place to go on from while images come and go.
+  // At most `limit` images (resident, and evicted ones when asked) whose ids start with
+  // `prefix` and come after `after`, in id order: a stable place to go on from while images
+  // come and go. Ids with one prefix are contiguous in that order, so a namespace's page costs
+  // what its own images cost.
   [[nodiscard]] StoredImagePage list_page(std::string_view after, std::size_t limit,
-                                          bool include_evicted) const;
+                                          bool include_evicted,
+                                          std::string_view prefix = {}) const;
 
   // Frees a resident image (or forgets an evicted one); returns bytes freed. Throws NotFound.
   std::size_t erase(const std::string& id);

@@ -188,7 +188,7 @@ DecodedImage decode_image(const ImageSource& source, const ImageLimits& limits,
     }
     DecodedImage operator()(const RawPixels& raw) const { return decode_raw(raw, limits, admit); }
     DecodedImage operator()(const ImageFile& file) const {
-      const std::string bytes = read_image_file(file.path, limits.max_bytes);
+      const std::string bytes = read_image_file(*file.root, file.path, limits.max_bytes);
       return decode_encoded(std::as_bytes(std::span(bytes.data(), bytes.size())), limits,
                             device_decodes, admit);
     }

@@ -8,40 +8,12 @@
 #include <cstring>
 
 #include "kernels/errors.hpp"
+#include "server/runtime/file_descriptor.hpp"
 #include "server/runtime/logger.hpp"
 
 namespace svdserve {
-namespace {
 
 namespace fs = std::filesystem;
-
-// Closes the descriptor it owns.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  [[nodiscard]] int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
-
-fs::file_type type_of(mode_t mode) {
-  if (S_ISREG(mode)) return fs::file_type::regular;
-  if (S_ISDIR(mode)) return fs::file_type::directory;
-  if (S_ISLNK(mode)) return fs::file_type::symlink;
-  if (S_ISFIFO(mode)) return fs::file_type::fifo;
-  if (S_ISSOCK(mode)) return fs::file_type::socket;
-  if (S_ISCHR(mode)) return fs::file_type::character;
-  if (S_ISBLK(mode)) return fs::file_type::block;
-  return fs::file_type::unknown;
-}
-
-}  // namespace
 
 std::string not_a_regular_file(std::string_view subject, fs::file_type type) {
   const char* what = "not a file";
@@ -57,8 +29,9 @@ std::string not_a_regular_file(std::string_view subject, fs::file_type type) {
   return std::string(subject) + " is " + what + ", not a regular file (links are not followed)";
 }
 
-std::string read_image_file(const std::string& path, std::size_t max_bytes) {
-  // The path is the server's own: logged, never answered (the caller's result names the entry).
+std::string read_image_file(const ConfinedFolder& root, std::string_view path,
+                            std::size_t max_bytes) {
+  // The caller's result names the entry: the messages need not.
   const auto refuse = [&](const std::string& message) {
     log().debug("image file refused path={}: {}", path, message);
     return InvalidArgument(message);
@@ -69,15 +42,23 @@ std::string read_image_file(const std::string& path, std::size_t max_bytes) {
   const auto irregular = [&](fs::file_type type) {
     return refuse(not_a_regular_file("the image file", type));
   };
+  const std::size_t slash = path.rfind('/');
+  const ConfinedFolder folder =
+      root.folder_below(slash == std::string_view::npos ? "" : path.substr(0, slash));
+  const std::string name(slash == std::string_view::npos ? path : path.substr(slash + 1));
+  if (name.empty() || name == "." || name == ".." || name.find('\0') != std::string::npos) {
+    throw refuse("the image file's name is not a file name");
+  }
   // O_NONBLOCK: opening a FIFO does not wait for a writer. O_NOFOLLOW: a link fails with ELOOP.
-  FileDescriptor file(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+  FileDescriptor file(
+      openat(folder.fd(), name.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
   if (file.get() < 0) {
     if (errno == ELOOP) throw irregular(fs::file_type::symlink);
     throw cannot_read();
   }
   struct stat info {};
   if (fstat(file.get(), &info) != 0) throw cannot_read();
-  if (!S_ISREG(info.st_mode)) throw irregular(type_of(info.st_mode));
+  if (!S_ISREG(info.st_mode)) throw irregular(file_type_of(info.st_mode));
   const auto size = static_cast<std::size_t>(info.st_size);
   if (size > max_bytes) {
     throw refuse("the image file is " + std::to_string(size) +

@@ -23,6 +23,8 @@
 
 namespace svdserve {
 
+class ConfinedFolder;
+
 using Clock = std::chrono::steady_clock;
 
 enum class JobKind { decompose, reconstruct, compress };
@@ -69,8 +71,10 @@ struct RawPixels {
   std::optional<SampleType> type;      // empty: the request did not say
   std::span<const std::byte> samples;  // HWC interleaved
 };
+// A file on the server (LoadDirectory), read from its load root without following links.
 struct ImageFile {
-  std::string path;  // on the server (LoadDirectory)
+  std::shared_ptr<const ConfinedFolder> root;
+  std::string path;  // below the root
 };
 using ImageSource = std::variant<std::monostate, EncodedImage, RawPixels, ImageFile>;
 

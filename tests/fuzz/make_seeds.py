@@ -64,6 +64,9 @@ def main():
         ('ListImages', 'ListImagesRequest', 'include_evicted: true'),
         ('DeleteImage', 'DeleteImageRequest', 'id: "seed"'),
         ('Echo', 'EchoRequest', f'payload: {text_bytes(b"abc")} response_bytes: 64'),
+        # The load root requests_fuzzer.cpp makes (where the temp folder is /tmp).
+        ('LoadDirectory', 'LoadDirectoryRequest',
+         'path: "/tmp/svdserve-fuzz-load-root/sub" recursive: true'),
     ]
     for index, (method, message, text) in enumerate(requests):
         selector = bytes([METHODS.index(method)])

@@ -296,8 +296,8 @@ TEST(ServerProcessTest, SigtermDuringTheStartupLoadExitsWithinTheDrainTimeout) {
   const std::string address = "127.0.0.1:" + std::to_string(free_port());
   Process server(svdserve::test::server_binary(),
                  {"--listen", address, "--backend", "cpu", "--cpu-svd", "exact", "--workers", "1",
-                  "--load-dir", folder.path().string(), "--drain-timeout-ms",
-                  std::to_string(kDrainTimeout.count())});
+                  "--load-dir", std::filesystem::canonical(folder.path()).string(),
+                  "--drain-timeout-ms", std::to_string(kDrainTimeout.count())});
   ClientOptions options;
   options.wait_for_ready = true;
   options.timeout = std::chrono::seconds(60);

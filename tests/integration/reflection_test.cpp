@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <regex>
 #include <set>
 
@@ -170,6 +171,34 @@ TEST(ServerBinaryReflectionTest, DescribesTheHealthServiceItLists) {
   const auto health = file_containing(stream, "grpc.health.v1.Health");
   EXPECT_EQ(health.package(), "grpc.health.v1");
   EXPECT_TRUE(has_service(health, "Health"));
+}
+
+// One reflection request as a unary call: its status (the list of services, when it is OK).
+grpc::Status list_services(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  const grpc::Slice slice(length_delimited(kListServices, ""));
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::promise<grpc::Status> answered;
+  stub.UnaryCall(&context, kMethod, grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status status) { answered.set_value(std::move(status)); });
+  return answered.get_future().get();
+}
+
+// `--reflection false`: the reflection service is not offered; the API still is.
+TEST(ServerBinaryReflectionTest, OffWhenTheFlagSaysSo) {
+  const ServerProcess off({"--reflection", "false", "--log-level", "warn"});
+  ASSERT_TRUE(off.serving());
+  const grpc::Status refused = list_services(off.new_client()->channel());
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNIMPLEMENTED) << refused.error_message();
+  EXPECT_TRUE(off.client().server_info().ok());
+
+  const ServerProcess on({"--reflection", "true", "--log-level", "warn"});
+  ASSERT_TRUE(on.serving());
+  const grpc::Status listed = list_services(on.new_client()->channel());
+  EXPECT_TRUE(listed.ok()) << listed.error_message();
 }
 
 // The protoset the build writes, for tools without reflection: both services, with imports.

@@ -292,10 +292,13 @@ TEST_F(RpcTest, ImagesAreListedDescribedAndDeleted) {
 }
 
 TEST_F(RpcTest, LoadDirectoryDecomposesEveryImageOfTheFolder) {
-  start();
-  auto loaded = client_->load_directory(svdserve::test::test_images_dir(), 32);
+  const std::string images = std::filesystem::canonical(svdserve::test::test_images_dir()).string();
+  v1::ServerConfig config = test_config();
+  config.add_load_roots(images);
+  start(config);
+  auto loaded = client_->load_directory(images, 32);
   ASSERT_TRUE(loaded.ok()) << loaded.status().error_message();
-  const auto files = std::distance(std::filesystem::directory_iterator(svdserve::test::test_images_dir()),
+  const auto files = std::distance(std::filesystem::directory_iterator(images),
                                    std::filesystem::directory_iterator{});
   EXPECT_EQ(loaded->loaded(), static_cast<uint32_t>(files));
   EXPECT_EQ(loaded->failed(), 0u);

@@ -86,7 +86,9 @@ bool eventually(const std::function<bool()>& reached, std::chrono::milliseconds 
   return true;
 }
 
-ServerProcess::ServerProcess(const std::vector<std::string>& args) : port_(free_port()) {
+ServerProcess::ServerProcess(const std::vector<std::string>& args,
+                             std::optional<ClientTls> client_tls)
+    : client_tls_(std::move(client_tls)), port_(free_port()) {
   std::vector<std::string> command_line{"--listen", address(), "--backend", "cpu", "--log-level",
                                         "info"};
   command_line.insert(command_line.end(), args.begin(), args.end());
@@ -127,6 +129,7 @@ std::unique_ptr<Client> ServerProcess::new_client(std::chrono::milliseconds time
   options.wait_for_ready = true;
   options.timeout = timeout;
   options.dedicated_connection = true;
+  options.tls = client_tls_;
   return std::make_unique<Client>(address(), options);
 }
 

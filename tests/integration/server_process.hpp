@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,10 @@ struct ProcessMemory {
 // (serving() says whether it got there), with a client whose calls wait up to 60 s.
 class ServerProcess {
  public:
-  // `args` are added to the command line after the listen address and the backend.
-  explicit ServerProcess(const std::vector<std::string>& args = {});
+  // `args` are added to the command line after the listen address and the backend. A server
+  // with TLS needs `client_tls` for its clients (the CA, and a client certificate for mutual TLS).
+  explicit ServerProcess(const std::vector<std::string>& args = {},
+                         std::optional<ClientTls> client_tls = std::nullopt);
   // `config` is written to a file for --config; the listen address and a metrics port are
   // chosen here.
   explicit ServerProcess(v1::ServerConfig config);
@@ -69,6 +72,7 @@ class ServerProcess {
  private:
   void start(const std::vector<std::string>& args);
 
+  std::optional<ClientTls> client_tls_;
   std::string config_path_;  // empty: none written
   int port_ = 0;
   int metrics_port_ = 0;

@@ -163,7 +163,7 @@ std::vector<Command> store_commands() {
       Command{
           .name = "load-dir",
           .synopsis = "PATH [--max-rank R] [--recursive]",
-          .summary = "have the server decompose every image of a folder on the server's machine",
+          .summary = "have the server decompose every image of a folder below one of its load roots",
           .options = {kMaxRankOption, kRecursiveOption},
           .min_positionals = 1,
           .max_positionals = 1,

@@ -28,7 +28,8 @@ TEST(Cli, HelpListsCommandsAndExitCodes) {
   const auto outcome = run({"--help"});
   EXPECT_EQ(outcome.code, 0);
   for (const char* part : {"decompose", "reconstruct", "run", "compress", "list", "info", "delete", "stats",
-                           "server-info", "health", "profile", "load-dir", "bench", "Exit codes", "--server"}) {
+                           "server-info", "health", "profile", "load-dir", "bench", "Exit codes", "--server",
+                           "--tls", "--ca FILE", "--cert FILE", "--key FILE"}) {
     EXPECT_TRUE(contains(outcome.out, part)) << part;
   }
 }
@@ -77,6 +78,10 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"bench", "--id", "x", "--sweep", "1,0"},
       {"bench", "--id", "x", "--connections", "0"},
       {"bench", "--op", "compress", "--id", "x", "--image", "a.png"},  // --id is reconstruct's.
+      {"--tls", "--cert", "client.crt", "health"},                      // A certificate needs its key.
+      {"--key", "client.key", "health"},
+      {"health", "--tls", "--ca"},                                      // No FILE.
+      {"--ca=", "health"},
   };
   for (const auto& args : bad) {
     auto with_server = args;
@@ -148,6 +153,19 @@ TEST_F(CliFolder, RunWithUnreachableServerWritesNothing) {
   const auto outcome = run({"--server", kNowhere, "run", root_.string(), "--rank", "4,8", "-o", out_dir.string()});
   EXPECT_EQ(outcome.code, 3) << outcome.err;
   EXPECT_TRUE(contains(outcome.out, "files written 0")) << outcome.out;
+}
+
+TEST_F(CliFolder, AnUnreadableTlsFileIsALocalFailure) {
+  for (const std::vector<std::string>& tls :
+       {std::vector<std::string>{"--tls", "--ca", (root_ / "missing-ca.crt").string()},
+        {"--cert", (root_ / "missing.crt").string(), "--key", (root_ / "missing.key").string()}}) {
+    std::vector<std::string> args{"--server", kNowhere};
+    args.insert(args.end(), tls.begin(), tls.end());
+    args.push_back("health");
+    const auto outcome = run(args);
+    EXPECT_EQ(outcome.code, 1) << outcome.err;
+    EXPECT_TRUE(contains(outcome.err, "error: cannot open")) << outcome.err;
+  }
 }
 
 TEST_F(CliFolder, CompressOfAMissingFileIsALocalFailure) {

@@ -29,13 +29,15 @@ INSTANTIATE_TEST_SUITE_P(
     Kinds, StatusMappingKind,
     ::testing::Values(KindCase{ErrorKind::invalid_argument, grpc::StatusCode::INVALID_ARGUMENT},
                       KindCase{ErrorKind::not_found, grpc::StatusCode::NOT_FOUND},
+                      KindCase{ErrorKind::permission_denied, grpc::StatusCode::PERMISSION_DENIED},
                       KindCase{ErrorKind::resource_exhausted, grpc::StatusCode::RESOURCE_EXHAUSTED},
                       KindCase{ErrorKind::failed_precondition,
                                grpc::StatusCode::FAILED_PRECONDITION},
                       KindCase{ErrorKind::unavailable, grpc::StatusCode::UNAVAILABLE},
                       KindCase{ErrorKind::deadline_exceeded, grpc::StatusCode::DEADLINE_EXCEEDED},
                       KindCase{ErrorKind::cancelled, grpc::StatusCode::CANCELLED},
-                      KindCase{ErrorKind::internal, grpc::StatusCode::INTERNAL}),
+                      KindCase{ErrorKind::internal, grpc::StatusCode::INTERNAL},
+                      KindCase{ErrorKind::unauthenticated, grpc::StatusCode::UNAUTHENTICATED}),
     [](const auto& test_info) { return code_name(test_info.param.code); });
 
 TEST(StatusMapping, TypedErrorsMapThroughTheirBaseClass) {
@@ -43,12 +45,16 @@ TEST(StatusMapping, TypedErrorsMapThroughTheirBaseClass) {
             grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(to_status(std::make_exception_ptr(NotFound("x"))).error_code(),
             grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(to_status(std::make_exception_ptr(PermissionDenied("x"))).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(to_status(std::make_exception_ptr(ResourceExhausted("x"))).error_code(),
             grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(to_status(std::make_exception_ptr(Unavailable("x"))).error_code(),
             grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(to_status(std::make_exception_ptr(InternalError("x"))).error_code(),
             grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(to_status(std::make_exception_ptr(Unauthenticated("x"))).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST(StatusMapping, NoErrorIsOk) {

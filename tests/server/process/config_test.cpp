@@ -3,6 +3,7 @@
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 #include <thread>
 
 #include "kernels/errors.hpp"
+#include "tests/client/temp_folder.hpp"
+#include "tests/support/test_certificates.hpp"
 
 namespace svdserve {
 namespace {
@@ -119,6 +122,12 @@ TEST(Config, ApplyDefaultsFillsZerosAndKeepsSetValues) {
   EXPECT_EQ(config.keepalive_time_ms(), 60'000u);
   EXPECT_EQ(config.keepalive_timeout_ms(), 20'000u);
   EXPECT_EQ(config.min_client_ping_interval_ms(), 10'000u);
+  EXPECT_TRUE(config.reflection());
+  EXPECT_TRUE(config.load_roots().empty());
+  EXPECT_EQ(config.tls_reload_interval_ms(), 60'000u);
+  EXPECT_TRUE(config.tls_cert_file().empty());  // plaintext unless asked
+  EXPECT_EQ(config.token_file(), "");  // no authentication
+  EXPECT_EQ(config.token_reload_interval_ms(), 1000u);
   EXPECT_NO_THROW(validate(config));
 
   // Idempotent.
@@ -221,7 +230,22 @@ INSTANTIATE_TEST_SUITE_P(
                      "max_connection_idle_ms"},
         InvalidField{"max_compute_ms",
                      [](v1::ServerConfig& c) { c.set_max_compute_ms(86'400'001); },
-                     "max_compute_ms must be at most 86400000"}),
+                     "max_compute_ms must be at most 86400000"},
+        InvalidField{"tls_reload_interval_ms_not_whole_seconds",
+                     [](v1::ServerConfig& c) { c.set_tls_reload_interval_ms(500); },
+                     "tls_reload_interval_ms must be whole seconds, 1000..86400000"},
+        InvalidField{"tls_reload_interval_ms_above_a_day",
+                     [](v1::ServerConfig& c) { c.set_tls_reload_interval_ms(90'000'000); },
+                     "tls_reload_interval_ms must be whole seconds"},
+        InvalidField{"tls_cert_file_without_key",
+                     [](v1::ServerConfig& c) { c.set_tls_cert_file("/nonexistent/server.crt"); },
+                     "tls_cert_file and tls_key_file must be set together"},
+        InvalidField{"tls_key_file_without_cert",
+                     [](v1::ServerConfig& c) { c.set_tls_key_file("/nonexistent/server.key"); },
+                     "tls_cert_file and tls_key_file must be set together"},
+        InvalidField{"tls_client_ca_file_without_tls",
+                     [](v1::ServerConfig& c) { c.set_tls_client_ca_file("/nonexistent/ca.crt"); },
+                     "tls_client_ca_file needs tls_cert_file and tls_key_file"}),
     [](const auto& test_info) { return std::string(test_info.param.name); });
 
 // Port 0 asks for any free port (tests use it); the port bound is what the server reports.
@@ -258,6 +282,39 @@ TEST(Config, ZeroMaxComputeIsKept) {
   apply_defaults(config);
   EXPECT_EQ(config.max_compute_ms(), 0u);
   EXPECT_NO_THROW(validate(config));
+}
+
+// Reflection off is a choice, not "unset".
+TEST(Config, ReflectionOffIsKept) {
+  v1::ServerConfig config;
+  config.set_reflection(false);
+  apply_defaults(config);
+  EXPECT_FALSE(config.reflection());
+}
+
+TEST(Config, LoadRootsMustBeExistingFoldersByTheirOwnPaths) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::canonical(fs::temp_directory_path()) /
+                          ("svdserve_config_roots_" + std::to_string(::getpid()));
+  fs::create_directories(folder / "real");
+  fs::create_directory_symlink(folder / "real", folder / "link");
+  v1::ServerConfig config = defaults();
+  config.add_load_roots((folder / "real").string());
+  EXPECT_NO_THROW(validate(config));
+
+  for (const std::string& root : {std::string("relative/images"), (folder / "missing").string(),
+                                  (folder / "link").string()}) {
+    v1::ServerConfig broken = config;
+    broken.add_load_roots(root);
+    const std::string message = validation_message(broken);
+    EXPECT_NE(message.find("load_roots: '" + root + "'"), std::string::npos) << message;
+  }
+  v1::ServerConfig linked = config;
+  linked.add_load_roots((folder / "link").string());
+  EXPECT_NE(validation_message(linked).find("name the folder by its own path, '" +
+                                            (folder / "real").string() + "'"),
+            std::string::npos);
+  fs::remove_all(folder);
 }
 
 TEST(Config, SyntaxErrorNamesTheLine) {
@@ -315,6 +372,118 @@ TEST(Config, MissingFileIsInvalidArgument) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
+}
+
+// TLS files are checked at start with certificates the openssl binary made: a mistake stops
+// the start naming the field, and a key's text is never quoted.
+class TlsConfig : public ::testing::Test {
+ protected:
+  testing::TempFolder folder_{"svdserve_tls_config_test"};
+  testing::TestCertificateAuthority ca_{folder_.path(), "config"};
+  testing::CertifiedKey server_ = ca_.issue_server("server");
+
+  [[nodiscard]] v1::ServerConfig with_tls() const {
+    v1::ServerConfig config = defaults();
+    config.set_tls_cert_file(server_.cert.string());
+    config.set_tls_key_file(server_.key.string());
+    return config;
+  }
+};
+
+TEST_F(TlsConfig, RealCertificatesValidateForTlsAndMutualTls) {
+  v1::ServerConfig config = with_tls();
+  EXPECT_NO_THROW(validate(config));
+  config.set_tls_client_ca_file(ca_.cert().string());
+  EXPECT_NO_THROW(validate(config));
+  // Mounted secrets are symbolic links to the files.
+  const auto link = folder_.path() / "linked.crt";
+  std::filesystem::create_symlink(server_.cert, link);
+  config.set_tls_cert_file(link.string());
+  EXPECT_NO_THROW(validate(config));
+}
+
+TEST_F(TlsConfig, AMissingFileNamesItsField) {
+  v1::ServerConfig config = with_tls();
+  config.set_tls_client_ca_file((folder_.path() / "absent.crt").string());
+  const std::string message = validation_message(config);
+  EXPECT_NE(message.find("tls_client_ca_file '" + (folder_.path() / "absent.crt").string() +
+                         "' cannot be read (No such file or directory)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("tls_cert_file"), std::string::npos) << message;
+}
+
+TEST_F(TlsConfig, SwappedFilesAreNamedWithoutQuotingThem) {
+  v1::ServerConfig config = with_tls();
+  config.set_tls_cert_file(server_.key.string());
+  config.set_tls_key_file(server_.cert.string());
+  const std::string message = validation_message(config);
+  EXPECT_NE(message.find("tls_cert_file '" + server_.key.string() + "' holds no PEM certificate"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("tls_key_file '" + server_.cert.string() +
+                         "' holds no unencrypted PEM private key"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("MII"), std::string::npos) << message;  // base64 of DER
+}
+
+TEST_F(TlsConfig, AFileThatIsNotPemIsNotEchoed) {
+  const auto secret = folder_.path() / "notes.txt";
+  std::ofstream(secret) << "hunter2x7f3a9c the password\n";
+  v1::ServerConfig config = with_tls();
+  config.set_tls_key_file(secret.string());
+  const std::string message = validation_message(config);
+  EXPECT_NE(message.find("tls_key_file"), std::string::npos) << message;
+  EXPECT_EQ(message.find("hunter2"), std::string::npos) << message;
+}
+
+TEST_F(TlsConfig, WhatIsNotARegularFileIsRefusedWithoutBlocking) {
+  const auto fifo = folder_.path() / "fifo.crt";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);  // opening one to read would block
+  for (const std::filesystem::path& path : {fifo, folder_.path()}) {
+    v1::ServerConfig config = with_tls();
+    config.set_tls_cert_file(path.string());
+    const std::string message = validation_message(config);
+    EXPECT_NE(message.find("tls_cert_file '" + path.string() + "' is not a regular file"),
+              std::string::npos)
+        << message;
+  }
+}
+
+TEST_F(TlsConfig, AnEncryptedKeyIsRefused) {
+  // gRPC cannot ask for a passphrase.
+  const auto encrypted = folder_.path() / "encrypted.key";
+  std::ofstream(encrypted) << "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n"
+                              "-----END ENCRYPTED PRIVATE KEY-----\n";
+  v1::ServerConfig config = with_tls();
+  config.set_tls_key_file(encrypted.string());
+  EXPECT_NE(validation_message(config).find("holds no unencrypted PEM private key"),
+            std::string::npos);
+}
+
+// The token file is read at start: a bad one stops the start, naming the file and the line but
+// never the line's text (it may be a token pasted in by mistake).
+TEST(Config, ATokenFileMustBeReadableAndParse) {
+  v1::ServerConfig config = defaults();
+  config.set_token_file("/nonexistent/tokens");
+  EXPECT_NE(validation_message(config).find("cannot read token file '/nonexistent/tokens'"),
+            std::string::npos)
+      << validation_message(config);
+
+  const std::string good_line =
+      "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad write ci\n";
+  TempFile file("# tokens\n" + good_line + "hunter2-token admin root\n");
+  config.set_token_file(file.path());
+  const std::string message = validation_message(config);
+  EXPECT_NE(message.find(file.path() + "', line 3: "), std::string::npos) << message;
+  EXPECT_EQ(message.find("hunter2"), std::string::npos) << message;
+
+  std::ofstream(file.path()) << "# tokens\n" << good_line;
+  EXPECT_NO_THROW(validate(config));
+
+  config.set_token_reload_interval_ms(86'400'001);
+  EXPECT_NE(validation_message(config).find("token_reload_interval_ms"), std::string::npos);
 }
 
 TEST(Config, PartialFileGetsDefaultsForTheRest) {

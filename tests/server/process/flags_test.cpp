@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <initializer_list>
 #include <limits>
 #include <string>
@@ -51,7 +52,10 @@ TEST(Flags, OverridesReachTheConfig) {
              "--memory-budget-mib", "2", "--max-images", "5000", "--host-buffer-pool-mib", "3", "--log-level", "debug", "--metrics-port", "9100", "--metrics-host", "0.0.0.0",
              "--cpu-svd", "exact", "--gpu-streams", "2", "--gpu-svd", "exact",
              "--gpu-jpeg", "off", "--drain-timeout-ms", "1500", "--lame-duck-ms", "0",
-             "--max-compute-ms", "0"});
+             "--max-compute-ms", "0",
+             "--tls-cert", "/etc/tls/server.crt", "--tls-key=/etc/tls/server.key",
+             "--tls-client-ca", "/etc/tls/ca.crt", "--tls-reload-interval-ms", "5000",
+             "--token-file", "/etc/svdserve/tokens", "--token-reload-interval-ms=250"});
   EXPECT_EQ(command_line.config_path, "/etc/svdserve.textproto");
   EXPECT_EQ(command_line.load_dir, "/data");
 
@@ -81,7 +85,52 @@ TEST(Flags, OverridesReachTheConfig) {
   EXPECT_EQ(config.lame_duck_ms(), 0u);
   EXPECT_TRUE(config.has_max_compute_ms());
   EXPECT_EQ(config.max_compute_ms(), 0u);
+  EXPECT_EQ(config.tls_cert_file(), "/etc/tls/server.crt");
+  EXPECT_EQ(config.tls_key_file(), "/etc/tls/server.key");
+  EXPECT_EQ(config.tls_client_ca_file(), "/etc/tls/ca.crt");
+  EXPECT_EQ(config.tls_reload_interval_ms(), 5000u);
+  EXPECT_EQ(config.token_file(), "/etc/svdserve/tokens");
+  EXPECT_EQ(config.token_reload_interval_ms(), 250u);
   EXPECT_EQ(config.max_rank(), 77u);
+}
+
+// --load-dir DIR is a load root too, so that `svdserve --load-dir /data` just works.
+TEST(Flags, LoadRootsAddToTheConfigsAndLoadDirIsOne) {
+  v1::ServerConfig config;
+  config.add_load_roots("/from/config");
+  apply_overrides(parse({"--load-root", "/images", "--load-root=/more/", "--load-dir", "/data"}),
+                  config);
+  EXPECT_EQ(std::vector<std::string>(config.load_roots().begin(), config.load_roots().end()),
+            (std::vector<std::string>{"/from/config", "/images", "/more", "/data"}));
+
+  v1::ServerConfig once;
+  apply_overrides(parse({"--load-root", "/data", "--load-dir", "/data/"}), once);
+  EXPECT_EQ(once.load_roots_size(), 1);
+}
+
+// Paths on the command line are relative to the working folder, as a shell user expects.
+TEST(Flags, RelativeLoadPathsAreMadeAbsolute) {
+  const std::string here = std::filesystem::current_path().string();
+  const CommandLine command_line = parse({"--load-root", "images", "--load-dir", "photos/"});
+  EXPECT_EQ(command_line.load_dir, here + "/photos");
+  v1::ServerConfig config;
+  apply_overrides(command_line, config);
+  ASSERT_EQ(config.load_roots_size(), 2);
+  EXPECT_EQ(config.load_roots(0), here + "/images");
+  EXPECT_EQ(config.load_roots(1), here + "/photos");
+}
+
+TEST(Flags, ReflectionIsTrueOrFalse) {
+  v1::ServerConfig config;
+  apply_overrides(parse({"--reflection", "false"}), config);
+  EXPECT_TRUE(config.has_reflection());
+  EXPECT_FALSE(config.reflection());
+  apply_overrides(parse({"--reflection=true"}), config);
+  EXPECT_TRUE(config.reflection());
+  const std::string message =
+      invalid_argument_message([&] { apply_overrides(parse({"--reflection", "off"}), config); });
+  EXPECT_NE(message.find("--reflection must be true or false, got 'off'"), std::string::npos)
+      << message;
 }
 
 TEST(Flags, CpuSvdNamesTheMethodsItKnows) {
@@ -179,7 +228,9 @@ TEST(Flags, UsageMentionsEveryFlag) {
        {"--config", "--listen", "--backend", "--load-dir", "--workers", "--loaders", "--encoders", "--cpu-compute-threads",
         "--max-batch-size", "--max-queue-delay-us", "--queue-capacity", "--memory-budget-mib",
         "--host-buffer-pool-mib", "--gpu-streams", "--gpu-svd", "--gpu-jpeg", "--metrics-port", "--metrics-host", "--drain-timeout-ms", "--lame-duck-ms", "--log-level", "--version",
-        "--max-compute-ms", "--help"}) {
+        "--max-compute-ms", "--load-root", "--reflection", "--help", "--tls-cert", "--tls-key",
+        "--tls-client-ca", "--tls-reload-interval-ms", "--token-file",
+        "--token-reload-interval-ms"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
 }

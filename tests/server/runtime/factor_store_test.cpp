@@ -333,5 +333,27 @@ TEST(FactorStore, PagesGoInIdOrderFromTheLastIdOfThePageBefore) {
   EXPECT_TRUE(store.list_page("f", 10, true).images.empty());
 }
 
+// A namespace's page: only ids with its prefix, resident and evicted, in id order, and a next
+// page only while ids with the prefix follow.
+TEST(FactorStore, PagesOfOnePrefix) {
+  FactorStore store(fakes::factors_only_limits(70, FullStoreAction::evict_lru, kHistory));
+  for (const char* id : {"a/1", "a/2", "a/3", "ab/1", "b/1", "b/2", "z"}) {
+    (void)store.insert(id, factors_of(10));
+  }
+  (void)store.insert("a/4", factors_of(10));  // evicts a/1, the least recently used
+
+  EXPECT_EQ(page_ids(store.list_page("", 10, false, "a/")), (Ids{"a/2", "a/3", "a/4"}));
+  EXPECT_EQ(page_ids(store.list_page("", 10, true, "a/")), (Ids{"a/1", "a/2", "a/3", "a/4"}));
+  EXPECT_EQ(page_ids(store.list_page("", 10, false, "b/")), (Ids{"b/1", "b/2"}));
+  EXPECT_TRUE(store.list_page("", 10, true, "c/").images.empty());
+
+  const StoredImagePage first = store.list_page("", 2, true, "a/");
+  EXPECT_EQ(page_ids(first), (Ids{"a/1", "a/2"}));
+  EXPECT_EQ(first.next_after, "a/2");
+  const StoredImagePage last = store.list_page(first.next_after, 2, true, "a/");
+  EXPECT_EQ(page_ids(last), (Ids{"a/3", "a/4"}));
+  EXPECT_EQ(last.next_after, "") << "ab/1 follows, but not under a/";
+}
+
 }  // namespace
 }  // namespace svdserve

@@ -24,6 +24,7 @@
 
 #include "kernels/errors.hpp"
 #include "kernels/spectrum.hpp"
+#include "server/runtime/confined_folder.hpp"
 #include "server/runtime/image_codec.hpp"
 #include "test_factors.hpp"
 #include "tests/support/hostile_images.hpp"
@@ -45,20 +46,22 @@ enum class Code {
   ok,
   invalid_argument,
   not_found,
+  permission_denied,
   resource_exhausted,
   failed_precondition,
   unavailable,
   deadline_exceeded,
   cancelled,
   internal,
+  unauthenticated,
   untyped,  // not a svdserve::Error
 };
 
 const char* name_of(Code code) {
   constexpr const char* kNames[] = {"ok",          "invalid_argument",  "not_found",
-                                    "resource_exhausted", "failed_precondition", "unavailable",
-                                    "deadline_exceeded",  "cancelled",           "internal",
-                                    "untyped"};
+                                    "permission_denied", "resource_exhausted",
+                                    "failed_precondition", "unavailable", "deadline_exceeded",
+                                    "cancelled", "internal", "unauthenticated", "untyped"};
   return kNames[static_cast<int>(code)];
 }
 std::ostream& operator<<(std::ostream& out, Code code) { return out << name_of(code); }
@@ -67,12 +70,14 @@ Code code_of(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::invalid_argument: return Code::invalid_argument;
     case ErrorKind::not_found: return Code::not_found;
+    case ErrorKind::permission_denied: return Code::permission_denied;
     case ErrorKind::resource_exhausted: return Code::resource_exhausted;
     case ErrorKind::failed_precondition: return Code::failed_precondition;
     case ErrorKind::unavailable: return Code::unavailable;
     case ErrorKind::deadline_exceeded: return Code::deadline_exceeded;
     case ErrorKind::cancelled: return Code::cancelled;
     case ErrorKind::internal: return Code::internal;
+    case ErrorKind::unauthenticated: return Code::unauthenticated;
   }
   return Code::untyped;
 }
@@ -298,10 +303,14 @@ JobPtr decompose_job(ImageSource source, std::string id, uint32_t max_rank) {
   return job;
 }
 
+// A file below its folder, opened as LoadDirectory opens a load root.
 JobPtr decompose_file_job(const std::filesystem::path& path, std::string id, uint32_t max_rank) {
   auto job = std::make_unique<Job>();
   job->kind = JobKind::decompose;
-  job->source = ImageFile{path.string()};
+  const std::string folder = std::filesystem::canonical(path.parent_path()).string();
+  job->source = ImageFile{
+      std::make_shared<const ConfinedFolder>(ConfinedFolder::open_absolute(folder)),
+      path.filename().string()};
   job->image_id = std::move(id);
   job->max_rank = max_rank;
   return job;
