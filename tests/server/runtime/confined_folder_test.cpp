@@ -14,29 +14,15 @@
 
 #include "kernels/errors.hpp"
 #include "tests/client/temp_folder.hpp"
+#include "tests/support/thrown_error.hpp"
 
 namespace svdserve {
 namespace {
 
 namespace fs = std::filesystem;
+using test::error_of;
+using test::Thrown;
 using testing::TempFolder;
-
-struct Thrown {
-  ErrorKind kind;
-  std::string message;
-};
-
-// What `call` threw; fails the test when it threw no svdserve::Error.
-template <typename Call>
-Thrown error_of(Call&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return {e.kind(), e.what()};
-  }
-  ADD_FAILURE() << "nothing was thrown";
-  return {ErrorKind::internal, ""};
-}
 
 class ConfinedFolderTest : public ::testing::Test {
  protected:
