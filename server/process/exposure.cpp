@@ -44,6 +44,13 @@ std::vector<std::string> exposure_warnings(const v1::ServerConfig& config,
         "it can call every RPC (set tls_cert_file and tls_key_file, or a token_file, or listen "
         "on 127.0.0.1)");
   }
+  if (!is_loopback_listener(config.listen_address()) && !grpc_guards.tls &&
+      grpc_guards.authentication) {
+    warnings.push_back("exposed listener address=" + config.listen_address() +
+                       " takes bearer tokens in plaintext: anyone on the network path can read "
+                       "and replay them (set tls_cert_file and tls_key_file, or listen on "
+                       "127.0.0.1 behind a proxy that adds TLS)");
+  }
   if (config.metrics_port() != 0 && !is_loopback_host(config.metrics_host())) {
     warnings.push_back("exposed metrics endpoint host=" + config.metrics_host() +
                        " port=" + std::to_string(config.metrics_port()) +

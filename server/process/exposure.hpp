@@ -21,8 +21,9 @@ struct ListenerGuards {
 [[nodiscard]] bool is_loopback_host(std::string_view host) noexcept;
 [[nodiscard]] bool is_loopback_listener(std::string_view listen_address);
 
-// One line per exposed listener: gRPC beyond loopback with neither TLS nor authentication, and
-// /metrics (plain HTTP) when it is on and binds beyond loopback.
+// One line per exposed listener: gRPC beyond loopback with neither TLS nor authentication, or
+// with tokens but no TLS (they cross the network readable), and /metrics (plain HTTP) when it is
+// on and binds beyond loopback.
 [[nodiscard]] std::vector<std::string> exposure_warnings(const v1::ServerConfig& config,
                                                          const ListenerGuards& grpc_guards);
 

@@ -53,10 +53,21 @@ TEST(Exposure, AnUnguardedListenerBeyondLoopbackIsWarnedAbout) {
   EXPECT_TRUE(mentions(warnings, "token_file")) << "names each way to guard it";
 }
 
-TEST(Exposure, TlsOrAuthenticationGuardsAListener) {
+TEST(Exposure, TlsGuardsAListener) {
   const v1::ServerConfig config = listening_on("[::]:50051");
   EXPECT_TRUE(exposure_warnings(config, {.tls = true, .authentication = false}).empty());
-  EXPECT_TRUE(exposure_warnings(config, {.tls = false, .authentication = true}).empty());
+  EXPECT_TRUE(exposure_warnings(config, {.tls = true, .authentication = true}).empty());
+}
+
+TEST(Exposure, TokensWithoutTlsBeyondLoopbackAreWarnedAbout) {
+  const auto warnings =
+      exposure_warnings(listening_on("[::]:50051"), {.tls = false, .authentication = true});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(mentions(warnings, "takes bearer tokens in plaintext"));
+  EXPECT_TRUE(mentions(warnings, "tls_cert_file"));
+  EXPECT_TRUE(exposure_warnings(listening_on("127.0.0.1:50051"),
+                                {.tls = false, .authentication = true})
+                  .empty());
 }
 
 TEST(Exposure, LoopbackNeedsNoGuard) {
