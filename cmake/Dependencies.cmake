@@ -11,6 +11,7 @@ find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 # libcrypto (SHA-256 of tokens, random tokens): already there as gRPC's own dependency.
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+find_package(ZLIB REQUIRED)  # the factor entries' checksum
 find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
 if(SVDSERVE_PORTABLE)
   svdserve_portable_header_only_spdlog()

@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "kernels/cpu/svd_method.hpp"
+#include "kernels/errors.hpp"
 #include "kernels/factors.hpp"
+#include "kernels/host_factors.hpp"
 #include "kernels/image.hpp"
 #include "kernels/jpeg_header.hpp"
 
@@ -124,6 +126,17 @@ class Backend {
       error = std::current_exception();
     }
     done(error);
+  }
+
+  // An image's factors copied to host memory (for the repository), and factors made from such a
+  // copy (an image loaded from it), reconstructing what the original did. Throws
+  // ResourceExhausted when the backend has no memory left for them.
+  // Both backends have them; a backend without (a test's) answers FailedPrecondition.
+  [[nodiscard]] virtual HostFactors to_host(const Factors& /*factors*/) {
+    throw FailedPrecondition("backend " + name() + " cannot copy factors to the host");
+  }
+  [[nodiscard]] virtual std::shared_ptr<const Factors> from_host(const HostFactors& /*factors*/) {
+    throw FailedPrecondition("backend " + name() + " cannot load factors from the host");
   }
 
   // Host memory for reconstruct outputs, not zeroed (reconstruct writes every byte). The GPU

@@ -16,6 +16,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/cpu/blas_kernels.hpp"
+#include "kernels/cpu/host_factors.hpp"
 #include "kernels/cpu/factors.hpp"
 #include "kernels/cpu/reconstruct.hpp"
 #include "kernels/cpu/svd.hpp"
@@ -100,6 +101,13 @@ struct BandPlan {
     }
   }
   return shape;
+}
+
+// Factors this backend made; others mean the caller mixed up backends: a bug.
+[[nodiscard]] const CpuFactors& cpu_factors_of(const Factors& factors) {
+  const auto* cpu_factors = dynamic_cast<const CpuFactors*>(&factors);
+  if (cpu_factors == nullptr) throw InternalError("factors that the CPU backend did not make");
+  return *cpu_factors;
 }
 
 // The items' factors as CpuFactors, after checking every item; nothing is written before this.
@@ -272,6 +280,13 @@ class CpuBackend final : public Backend {
                               std::to_string(items.size()) + " images of " +
                               shape_text(factors.front()->shape()));
     }
+  }
+
+  [[nodiscard]] HostFactors to_host(const Factors& factors) override {
+    return svdserve::to_host(cpu_factors_of(factors));
+  }
+  [[nodiscard]] std::shared_ptr<const Factors> from_host(const HostFactors& factors) override {
+    return cpu_factors_from_host(factors);
   }
 
   void start_profiling() override { throw_no_profiling(); }

@@ -16,6 +16,7 @@
 #include "kernels/gpu/common/cuda_resources.hpp"
 #include "kernels/gpu/common/device_memory_pool.hpp"
 #include "kernels/gpu/gpu_decompose.hpp"
+#include "kernels/gpu/host_factors.hpp"
 #include "kernels/gpu/gpu_reconstruct.hpp"
 #include "kernels/gpu/jpeg/jpeg_decoder.hpp"
 #include "kernels/gpu/reconstruct/policy.hpp"
@@ -138,6 +139,20 @@ class GpuBackend final : public Backend {
       }
     }
     return factors;
+  }
+
+  [[nodiscard]] HostFactors to_host(const Factors& factors) override {
+    on_device(options_);
+    const auto* gpu_factors = dynamic_cast<const GpuFactors*>(&factors);
+    if (gpu_factors == nullptr) throw InternalError("factors that the GPU backend did not make");
+    auto context = streams_.acquire();
+    return gpu::to_host(*gpu_factors, context->stream.view());
+  }
+
+  [[nodiscard]] std::shared_ptr<const Factors> from_host(const HostFactors& factors) override {
+    on_device(options_);
+    auto context = streams_.acquire();
+    return gpu_factors_from_host(factors, *pool_, wgmma_operands_, context->stream.view());
   }
 
   void reconstruct(std::span<const ReconstructItem> items) override {

@@ -32,7 +32,10 @@ void fill_info(const StoredImageInfo& info, v1::ImageInfo* out) {
   fill_shape(info.shape, out->mutable_shape());
   out->set_rank_kept(info.rank_kept);
   out->set_bytes_resident(info.bytes);
-  out->set_state(info.resident ? v1::IMAGE_STATE_RESIDENT : v1::IMAGE_STATE_EVICTED);
+  out->set_state(info.resident ? v1::IMAGE_STATE_RESIDENT
+                 : info.stored ? v1::IMAGE_STATE_STORED
+                               : v1::IMAGE_STATE_EVICTED);
+  out->set_stored(info.stored);
   out->set_created_unix_ms(info.created_unix_ms);
   out->set_last_used_unix_ms(info.last_used_unix_ms);
 }

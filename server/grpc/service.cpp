@@ -1,6 +1,8 @@
 #include "server/grpc/service.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <random>
 
 #include "kernels/errors.hpp"
 #include "server/grpc/reconstruct_response_encoder.hpp"
@@ -24,6 +26,16 @@ constexpr uint32_t kMaxPageSize = 10'000;
 // other fields, tags and lengths (79 bytes for 512x512 RAW_F32 items).
 constexpr uint64_t kBatchItemOverheadBytes = 128;
 
+// "img-<48 random bits>-": ids made by this process never meet those of an earlier run or of
+// another replica in a shared repository (a counter alone would start over at each start).
+std::string fresh_id_prefix() {
+  std::random_device random;
+  const uint64_t bits = (uint64_t{random()} << 32 | random()) & 0xffff'ffff'ffffULL;
+  char text[32];
+  std::snprintf(text, sizeof(text), "img-%012llx-", static_cast<unsigned long long>(bits));
+  return text;
+}
+
 void check_has_image(const v1::ImageInput& image) {
   if (image.source_case() == v1::ImageInput::SOURCE_NOT_SET) {
     throw InvalidArgument("request has no image: set image.encoded or image.raw");
@@ -35,7 +47,8 @@ void check_has_image(const v1::ImageInput& image) {
 SvdService::SvdService(ServiceContext context)
     : context_(context),
       ranks_(context.config.default_max_rank(), context.config.max_rank()),
-      load_roots_({context.config.load_roots().begin(), context.config.load_roots().end()}) {}
+      load_roots_({context.config.load_roots().begin(), context.config.load_roots().end()}),
+      id_prefix_(fresh_id_prefix()) {}
 
 SvdService::~SvdService() {
   std::lock_guard lock(directory_loads_mutex_);
@@ -75,7 +88,7 @@ JobPtr SvdService::make_job(grpc::CallbackServerContext* ctx, JobKind kind,
 }
 
 std::string SvdService::next_image_id() {
-  return "img-" + std::to_string(next_id_.fetch_add(1));
+  return id_prefix_ + std::to_string(next_id_.fetch_add(1));
 }
 
 JobPtr SvdService::make_reconstruct_job(grpc::CallbackServerContext* ctx,
@@ -92,7 +105,7 @@ JobPtr SvdService::make_reconstruct_job(grpc::CallbackServerContext* ctx,
   job->format = format;
   job->jpeg_quality = jpeg_quality;
   try {
-    job->factors = context_.store.find(caller.images.stored_id(request.id()));
+    job->factors = context_.cache.find(caller.images.stored_id(request.id()));
   } catch (...) {
     std::rethrow_exception(caller.images.in_client_terms(std::current_exception(), request.id()));
   }
@@ -120,18 +133,33 @@ grpc::ServerUnaryReactor* SvdService::Decompose(grpc::CallbackServerContext* ctx
         job->image_id = caller.images.stored_id(client_id);
         job->max_rank = max_rank;
         job->on_done = [call, response, images = caller.images, client_id = std::move(client_id),
-                        &store = context_.store](Job& done, std::exception_ptr error) {
-          call.finish(images.in_client_terms(error, client_id), [&] {
-            response->set_id(client_id);
-            fill_shape(done.factors->shape(), response->mutable_shape());
-            response->set_rank_kept(done.factors->rank_kept());
-            fill_spectra(*done.factors, response->mutable_singular_values());
-            response->set_bytes_resident(store.counted_bytes(done.image_id, *done.factors));
-            fill_timings(done, response->mutable_timings());
-            if (!done.evicted_ids.empty()) {
-              log().info("evicted count={} to fit id={}", done.evicted_ids.size(), done.image_id);
+                        &store = context_.store, &cache = context_.cache](
+                           Job& done, std::exception_ptr error) {
+          if (!error) {
+            try {
+              response->set_id(client_id);
+              fill_shape(done.factors->shape(), response->mutable_shape());
+              response->set_rank_kept(done.factors->rank_kept());
+              fill_spectra(*done.factors, response->mutable_singular_values());
+              response->set_bytes_resident(store.counted_bytes(done.image_id, *done.factors));
+              fill_timings(done, response->mutable_timings());
+            } catch (...) {
+              error = std::current_exception();
             }
-          });
+          }
+          if (error) {
+            call.finish(images.in_client_terms(error, client_id), [] {});
+            return;
+          }
+          if (!done.evicted_ids.empty()) {
+            log().info("evicted count={} to fit id={}", done.evicted_ids.size(), done.image_id);
+          }
+          // Answered once the repository has the factors, as the durability says; the job is
+          // gone by then, the response is filled.
+          cache.persist(done.image_id, done.factors,
+                        [call, images, client_id](std::exception_ptr failure) {
+                          call.finish(images.in_client_terms(failure, client_id), [] {});
+                        });
         };
         context_.pipeline.submit(std::move(job));
       });
@@ -312,14 +340,23 @@ grpc::ServerUnaryReactor* SvdService::GetImage(grpc::CallbackServerContext* ctx,
           v1::GetImageResponse* response) {
         check_image_id(request->id());
         const std::string stored_id = caller.images.stored_id(request->id());
-        const auto info = context_.store.info(stored_id);
+        auto info = context_.store.info(stored_id);
+        std::shared_ptr<const Factors> factors;
+        // Another replica may have written it to a shared repository; its spectra need it loaded.
+        if ((!info && context_.cache.has_repository()) ||
+            (info && info->stored && !info->resident && request->include_singular_values())) {
+          try {
+            factors = context_.cache.find(stored_id);
+          } catch (const NotFound&) {
+          }
+          info = context_.store.info(stored_id);
+        }
         if (!info) throw NotFound("no image with id " + quote_client_text(request->id()));
         fill_info(*info, response->mutable_info());
         response->mutable_info()->set_id(request->id());
         if (request->include_singular_values()) {
-          if (auto factors = context_.store.peek(stored_id)) {
-            fill_spectra(*factors, response->mutable_singular_values());
-          }
+          if (!factors) factors = context_.store.peek(stored_id);
+          if (factors) fill_spectra(*factors, response->mutable_singular_values());
         }
       });
 }
@@ -361,7 +398,7 @@ grpc::ServerUnaryReactor* SvdService::DeleteImage(grpc::CallbackServerContext* c
         check_image_id(request->id());
         audit(*ctx, caller, "DeleteImage", request->id());
         try {
-          response->set_bytes_freed(context_.store.erase(caller.images.stored_id(request->id())));
+          response->set_bytes_freed(context_.cache.erase(caller.images.stored_id(request->id())));
         } catch (...) {
           std::rethrow_exception(
               caller.images.in_client_terms(std::current_exception(), request->id()));

@@ -22,6 +22,7 @@
 #include "server/grpc/unary_call.hpp"
 #include "server/grpc/unsent_bytes_budget.hpp"
 #include "server/runtime/factor_store.hpp"
+#include "server/repository/factor_cache.hpp"
 #include "server/runtime/job.hpp"
 #include "server/runtime/load_roots.hpp"
 #include "server/runtime/pipeline.hpp"
@@ -36,6 +37,7 @@ struct ServiceContext {
   const v1::ServerConfig& config;
   Backend& backend;
   FactorStore& store;
+  FactorCache& cache;  // the store in front of the repository: finds, persists and deletes
   Pipeline& pipeline;
   CallMetrics& metrics;         // calls by method and code; GetStats reads it
   StreamBudget& stream_budget;  // what all ReconstructStream calls together may have computing
@@ -232,6 +234,7 @@ class SvdService final : public SvdServiceBase {
   std::atomic<bool> draining_{false};  // set under open_streams_mutex_, read without it
   std::mutex open_streams_mutex_;
   std::set<OpenStream*> open_streams_;  // guarded by open_streams_mutex_
+  const std::string id_prefix_;  // of the ids Decompose makes up (next_image_id)
   std::atomic<uint64_t> next_id_{1};
 
   struct DirectoryLoad {

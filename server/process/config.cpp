@@ -138,6 +138,11 @@ void apply_defaults(v1::ServerConfig& c) {
   if (!c.has_reflection()) c.set_reflection(true);  // grpcurl and ghz work out of the box
   if (c.tls_reload_interval_ms() == 0) c.set_tls_reload_interval_ms(60'000);
   if (c.token_reload_interval_ms() == 0) c.set_token_reload_interval_ms(1000);
+  // Persistence: an answered Decompose survives a crash unless the config says otherwise.
+  if (c.durability() == v1::DURABILITY_UNSPECIFIED) c.set_durability(v1::DURABILITY_SYNC);
+  if (c.data_dir().empty()) c.set_data_dir("svdserve-data");
+  if (c.persist_queue_capacity() == 0) c.set_persist_queue_capacity(256);
+  if (c.persist_threads() == 0) c.set_persist_threads(2);
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
 }
@@ -200,6 +205,10 @@ void validate(const v1::ServerConfig& c) {
   validate_tls(c, problems);
   require(c.token_reload_interval_ms() <= kMaxMs,
           "token_reload_interval_ms must be at most a day (86400000)");
+  require(c.persist_threads() <= 64, "persist_threads must be 1..64");
+  require(c.persist_queue_capacity() <= 1'000'000, "persist_queue_capacity must be 1..1000000");
+  require(c.persist_queue_capacity() >= c.persist_threads(),
+          "persist_queue_capacity must be at least persist_threads (one place per thread)");
   try {
     set_log_level(c.log_level());
   } catch (const Error& e) {

@@ -96,6 +96,14 @@ const std::map<std::string, Setter>& setters() {
       {"tls-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_tls_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
       {"token-file", [](auto& c, auto&, auto& v) { c.set_token_file(v); }},
       {"token-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_token_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"data-dir", [](auto& c, auto&, auto& v) { c.set_data_dir(v); }},
+      {"durability", [](auto& c, auto& f, auto& v) {
+         if (v != "sync" && v != "async" && v != "none") {
+           throw InvalidArgument("--" + f + " must be sync, async or none, got '" + v + "'");
+         }
+         c.set_durability(v == "sync" ? v1::DURABILITY_SYNC
+                          : v == "async" ? v1::DURABILITY_ASYNC : v1::DURABILITY_NONE);
+       }},
   };
   return table;
 }
@@ -179,6 +187,9 @@ usage: svdserve [--config FILE] [flags]
                             (config/tokens.example); without it, no authentication
   --token-reload-interval-ms N  how often, at most, the token file is looked at for changes
                             (default 1000)
+  --data-dir DIR            the folder factors are kept in (default ./svdserve-data)
+  --durability MODE         sync (answer a Decompose once its factors are on disk; default),
+                            async (write behind; a crash loses what was queued) or none
   --log-level LEVEL         trace, debug, info, warn, error
   --reflection true|false   gRPC server reflection, for grpcurl and ghz (default true)
   --version, --help

@@ -116,6 +116,37 @@ void add_live(const LiveValues& v, std::vector<prometheus::MetricFamily>& out) {
   eviction_metric.counter.value = static_cast<double>(v.evictions);
   evictions.metric.push_back(eviction_metric);
   out.push_back(evictions);
+  const RepositoryCounters& r = v.repository;
+  out.push_back(labelled("svdserve_factor_cache_lookups_total",
+                         "Factor lookups by where they were found: memory (hit) or the repository "
+                         "(miss)",
+                         prometheus::MetricType::Counter, "result",
+                         {{"hit", static_cast<double>(r.hits)},
+                          {"miss", static_cast<double>(r.misses)}}));
+  out.push_back(labelled("svdserve_repository_loads_total",
+                         "Images loaded from the factor repository, by outcome",
+                         prometheus::MetricType::Counter, "outcome",
+                         {{"ok", static_cast<double>(r.loads)},
+                          {"failed", static_cast<double>(r.load_failures)}}));
+  out.push_back(gauge("svdserve_repository_load_seconds",
+                      "Seconds spent loading images from the factor repository since start",
+                      r.load_seconds));
+  out.push_back(labelled("svdserve_repository_writes_total",
+                         "Images written to the factor repository, by outcome",
+                         prometheus::MetricType::Counter, "outcome",
+                         {{"ok", static_cast<double>(r.writes)},
+                          {"failed", static_cast<double>(r.write_failures)}}));
+  out.push_back(labelled("svdserve_repository_bytes_total",
+                         "Bytes read from and written to the factor repository",
+                         prometheus::MetricType::Counter, "direction",
+                         {{"read", static_cast<double>(r.bytes_read)},
+                          {"written", static_cast<double>(r.bytes_written)}}));
+  out.push_back(gauge("svdserve_repository_corrupt_entries",
+                      "Repository entries refused as torn, truncated or corrupt since start",
+                      static_cast<double>(r.corrupt_entries)));
+  out.push_back(gauge("svdserve_repository_writes_queued",
+                      "Answered images waiting to be written (async durability)",
+                      static_cast<double>(r.writes_queued)));
   // Whether host_buffer_pool_bytes fits the load: fallbacks growing means it does not.
   const HostBufferPoolStats& pool = v.host_buffers;
   // Limits are gauges of their own, out of the usage gauges' labels, so that a sum over a usage

@@ -10,6 +10,7 @@
 #include "server/grpc/stream_budget.hpp"
 #include "server/grpc/unsent_bytes_budget.hpp"
 #include "server/process/metrics_sink.hpp"
+#include "server/repository/factor_cache.hpp"
 #include "server/runtime/host_buffer_pool.hpp"
 
 namespace svdserve {
@@ -27,6 +28,7 @@ struct LiveValues {
   StreamBudgetSample streams;
   UnsentBytesSample unsent;
   BackendMetrics backend;
+  RepositoryCounters repository;
 };
 
 [[nodiscard]] std::string prometheus_text(const MetricsSink::Totals& totals,

@@ -14,6 +14,7 @@
 #include "server/process/listen_address.hpp"
 #include "server/process/prometheus_text.hpp"
 #include "server/process/reflection_option.hpp"
+#include "server/process/repository_selection.hpp"
 #include "server/process/server_credentials.hpp"
 #include "server/runtime/logger.hpp"
 
@@ -79,6 +80,8 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   store_limits.evicted_history = config_.evicted_history();
   store_limits.max_images = config_.max_images();
   store_ = std::make_unique<FactorStore>(store_limits);
+  cache_ = std::make_unique<FactorCache>(*store_, *backend_, make_repository(config_),
+                                         factor_cache_options(config_));
   metrics_ = std::make_unique<MetricsSink>(service_metric_labels());
   pipeline_ = std::make_unique<Pipeline>(pipeline_options(config_), *backend_, *store_, *metrics_);
   // Half the compute queue; the other half stays for the other RPCs.
@@ -94,7 +97,7 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                                 store_->bytes_resident(),         store_->budget_bytes(),
                                 store_->evictions(),              pipeline_->host_buffer_stats(),
                                 stream_budget_->sample(),         unsent_bytes_->sample(),
-                                backend_->metrics()};
+                                backend_->metrics(),              cache_->counters()};
           return prometheus_text(metrics_->totals(), live);
         });
   }
@@ -104,7 +107,7 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   }
   authorizer_ = std::make_unique<Authorizer>(tokens_.get());
   service_ = std::make_unique<SvdService>(
-      ServiceContext{config_, *backend_, *store_, *pipeline_, *metrics_, *stream_budget_,
+      ServiceContext{config_, *backend_, *store_, *cache_, *pipeline_, *metrics_, *stream_budget_,
                      *unsent_bytes_, *authorizer_, now_unix_ms()});
 
   // Ours instead of gRPC's default health service, which holds Watch calls open through a drain.
@@ -145,6 +148,15 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
              config_.load_roots_size());
   const ListenerGuards guards{.tls = tls, .authentication = authorizer_->enabled()};
   for (const std::string& warning : exposure_warnings(config_, guards)) log().warn("{}", warning);
+  // Before health says SERVING: what the repository holds is listed, the newest of it resident.
+  const auto open_started = std::chrono::steady_clock::now();
+  const RepositoryIndex index = cache_->open();
+  log().info("repository={} durability={} images={} skipped={} loaded={} open_ms={}",
+             cache_->describe(), v1::Durability_Name(config_.durability()), index.images,
+             index.skipped, index.loaded,
+             std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - open_started)
+                 .count());
 }
 
 Server::~Server() { shutdown(); }
@@ -228,6 +240,7 @@ void Server::stop_in_order() noexcept {
                            std::chrono::duration_cast<std::chrono::system_clock::duration>(left));
     pipeline_->shutdown();
     grpc_server_->Wait();
+    cache_->close();  // writes queued behind answered Decomposes (async durability)
     const HostBufferPoolStats buffers = pipeline_->host_buffer_stats();
     log().info("shutdown: done images_resident={} host_buffers_in_use_bytes={} "
                "host_buffer_reuses={} host_buffer_allocations={} host_buffer_fallbacks={}",

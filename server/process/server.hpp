@@ -75,6 +75,7 @@ class Server {
   v1::ServerConfig config_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<FactorStore> store_;
+  std::unique_ptr<FactorCache> cache_;  // before the pipeline: its completions persist through it
   std::unique_ptr<MetricsSink> metrics_;  // before the pipeline and the service: they record
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<StreamBudget> stream_budget_;  // before the endpoint and the service: they read it

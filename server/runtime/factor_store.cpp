@@ -66,7 +66,10 @@ std::vector<std::string> FactorStore::insert(const std::string& id,
     evicted_ids.push_back(*recency_.back());
     evict_one_locked();
   }
-  if (evicted_.erase(id) > 0) evicted_order_.remove(id);
+  if (const auto it = evicted_.find(id); it != evicted_.end()) {
+    if (!it->second.stored) evicted_order_.remove(id);
+    evicted_.erase(it);
+  }
 
   const int64_t now = now_unix_ms();
   StoredImageInfo info{.id = id,
@@ -119,6 +122,9 @@ std::vector<StoredImageInfo> FactorStore::list(bool include_evicted) const {
   if (include_evicted) {
     for (const auto& id : evicted_order_) out.push_back(evicted_.at(id));
   }
+  for (const auto& [id, info] : evicted_) {
+    if (info.stored) out.push_back(info);
+  }
   return out;
 }
 
@@ -135,7 +141,12 @@ StoredImagePage FactorStore::list_page(std::string_view after, std::size_t limit
   };
   // The two maps merged in id order (an id is in at most one of them).
   auto resident = start(resident_);
-  auto evicted = include_evicted ? start(evicted_) : evicted_.end();
+  // Stored images are listed always: they are one use away from resident.
+  const auto listed = [&](auto it) {
+    while (in_range(it, evicted_) && !include_evicted && !it->second.stored) ++it;
+    return it;
+  };
+  auto evicted = listed(start(evicted_));
   while (in_range(resident, resident_) || in_range(evicted, evicted_)) {
     if (page.images.size() == limit) {
       page.next_after = page.images.back().id;
@@ -145,7 +156,8 @@ StoredImagePage FactorStore::list_page(std::string_view after, std::size_t limit
         (in_range(resident, resident_) && resident->first < evicted->first)) {
       page.images.push_back((resident++)->second.info);
     } else {
-      page.images.push_back((evicted++)->second);
+      page.images.push_back(evicted->second);
+      evicted = listed(std::next(evicted));
     }
   }
   return page;
@@ -160,8 +172,9 @@ std::size_t FactorStore::erase(const std::string& id) {
     resident_.erase(it);
     return bytes;
   }
-  if (evicted_.erase(id) > 0) {
-    evicted_order_.remove(id);
+  if (const auto it = evicted_.find(id); it != evicted_.end()) {
+    if (!it->second.stored) evicted_order_.remove(id);
+    evicted_.erase(it);
     return 0;
   }
   throw NotFound("no image with id '" + id + "'");
@@ -194,7 +207,38 @@ void FactorStore::evict_one_locked() {
   remember_evicted_locked(std::move(info));
 }
 
+void FactorStore::mark_stored(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  if (auto resident = resident_.find(id); resident != resident_.end()) {
+    resident->second.info.stored = true;
+  } else if (auto evicted = evicted_.find(id); evicted != evicted_.end() && !evicted->second.stored) {
+    evicted->second.stored = true;
+    evicted_order_.remove(id);
+  }
+}
+
+void FactorStore::remember_stored(StoredImageInfo info) {
+  std::lock_guard lock(mutex_);
+  if (auto it = resident_.find(info.id); it != resident_.end()) {
+    it->second.info.stored = true;
+    return;
+  }
+  info.resident = false;
+  info.stored = true;
+  info.bytes = 0;
+  if (auto it = evicted_.find(info.id); it != evicted_.end() && !it->second.stored) {
+    evicted_order_.remove(info.id);
+  }
+  const std::string id = info.id;
+  evicted_.insert_or_assign(id, std::move(info));
+}
+
 void FactorStore::remember_evicted_locked(StoredImageInfo info) {
+  if (info.stored) {
+    const std::string id = info.id;
+    evicted_.insert_or_assign(id, std::move(info));
+    return;
+  }
   if (limits_.evicted_history == 0) return;
   const std::string id = info.id;
   evicted_.insert_or_assign(id, std::move(info));

@@ -2,7 +2,9 @@
 // Resident factors keyed by image id, within a byte budget and a cap on the number of images.
 // When an insert does not fit, the store either evicts least recently used images or rejects the
 // insert (config). Evicted ids are remembered (bounded) so GetImage/ListImages can say "evicted"
-// rather than "never existed".
+// rather than "never existed". Where a repository keeps the factors (factor_cache.hpp), the store
+// is its cache: images the repository holds are marked stored, and stay listed (without a bound:
+// the repository bounds them) after they leave memory.
 
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +47,7 @@ struct StoredImageInfo {
   uint32_t rank_kept = 0;
   std::size_t bytes = 0;  // what the budget counts: the factors and the entry
   bool resident = true;
+  bool stored = false;  // the repository holds the factors: reloaded when used
   int64_t created_unix_ms = 0;
   int64_t last_used_unix_ms = 0;
 };
@@ -75,7 +78,7 @@ class FactorStore {
   [[nodiscard]] std::optional<StoredImageInfo> info(const std::string& id) const;
   [[nodiscard]] std::shared_ptr<const Factors> peek(const std::string& id) const;
 
-  // Resident images, most recently used first; then evicted ones when asked. All of them: for
+  // Resident images, most recently used first; then evicted ones when asked; then stored ones. All of them: for
   // tests and small stores; ListImages pages with list_page.
   [[nodiscard]] std::vector<StoredImageInfo> list(bool include_evicted) const;
   // At most `limit` images (resident, and evicted ones when asked) whose ids start with
@@ -85,6 +88,13 @@ class FactorStore {
   [[nodiscard]] StoredImagePage list_page(std::string_view after, std::size_t limit,
                                           bool include_evicted,
                                           std::string_view prefix = {}) const;
+
+  // Marks an image the repository holds; an image no longer known (deleted meanwhile) is left
+  // unknown.
+  void mark_stored(const std::string& id);
+  // Lists an image the repository holds but memory does not (the index at start); a resident
+  // image is marked stored.
+  void remember_stored(StoredImageInfo info);
 
   // Frees a resident image (or forgets an evicted one); returns bytes freed. Throws NotFound.
   std::size_t erase(const std::string& id);
@@ -112,7 +122,9 @@ class FactorStore {
   std::map<std::string, Entry, std::less<>> resident_;                // guarded by mutex_
   std::list<const std::string*> recency_;  // guarded by mutex_; keys of resident_, front = newest
   std::map<std::string, StoredImageInfo, std::less<>> evicted_;      // guarded by mutex_
-  std::list<std::string> evicted_order_;   // guarded by mutex_; front = newest
+  // guarded by mutex_; front = newest; the ids of evicted_ that are not stored (those are bounded
+  // by evicted_history, stored ones by the repository)
+  std::list<std::string> evicted_order_;
   std::size_t bytes_resident_ = 0;         // guarded by mutex_
   uint64_t evictions_ = 0;                 // guarded by mutex_
 };

@@ -26,6 +26,8 @@ v1::ServerConfig test_config() {
   config.set_drain_timeout_ms(5000);
   config.set_lame_duck_ms(0);  // tests that want one set it
   config.set_log_level("warn");
+  // Memory only: the persistence tests give a server its own data folder.
+  config.set_durability(v1::DURABILITY_NONE);
   return config;
 }
 

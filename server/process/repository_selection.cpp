@@ -1,0 +1,27 @@
+#include "server/process/repository_selection.hpp"
+
+#include "kernels/errors.hpp"
+#include "server/repository/directory_repository.hpp"
+
+namespace svdserve {
+
+std::unique_ptr<FactorRepository> make_repository(const v1::ServerConfig& config) {
+  if (config.durability() == v1::DURABILITY_NONE) return nullptr;
+  switch (config.repository()) {
+    case v1::REPOSITORY_KIND_REDIS:
+      throw FailedPrecondition("repository REPOSITORY_KIND_REDIS is not built into this server");
+    default:
+      return std::make_unique<DirectoryRepository>(config.data_dir());
+  }
+}
+
+FactorCacheOptions factor_cache_options(const v1::ServerConfig& config) {
+  return FactorCacheOptions{
+      .durability = config.durability() == v1::DURABILITY_ASYNC  ? Durability::async
+                    : config.durability() == v1::DURABILITY_NONE ? Durability::none
+                                                                 : Durability::sync,
+      .writer_threads = config.persist_threads(),
+      .write_queue_capacity = config.persist_queue_capacity()};
+}
+
+}  // namespace svdserve
