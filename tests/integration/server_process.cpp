@@ -89,8 +89,9 @@ bool eventually(const std::function<bool()>& reached, std::chrono::milliseconds 
 ServerProcess::ServerProcess(const std::vector<std::string>& args,
                              std::optional<ClientTls> client_tls)
     : client_tls_(std::move(client_tls)), port_(free_port()) {
-  std::vector<std::string> command_line{"--listen", address(), "--backend", "cpu", "--log-level",
-                                        "info"};
+  // Memory only unless the test asks for a data folder (a later --durability wins).
+  std::vector<std::string> command_line{"--listen",    address(),   "--backend",   "cpu",
+                                        "--log-level", "info",      "--durability", "none"};
   command_line.insert(command_line.end(), args.begin(), args.end());
   start(command_line);
 }

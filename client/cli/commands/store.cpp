@@ -15,6 +15,7 @@ std::string_view state_name(v1::ImageState state) noexcept {
   switch (state) {
     case v1::IMAGE_STATE_RESIDENT: return "resident";
     case v1::IMAGE_STATE_EVICTED: return "evicted";
+    case v1::IMAGE_STATE_STORED: return "stored";
     default: return "unknown";
   }
 }

@@ -1,0 +1,207 @@
+// The factor store as a cache of a real folder repository, on the real CPU backend: what was
+// persisted comes back from the folder after an eviction or in a new process's cache with the
+// same pixels; damaged entries are refused; deletes reach the folder; at open, the newest images
+// are loaded up to the budget.
+#include "server/repository/factor_cache.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <random>
+#include <set>
+
+#include "../../client/temp_folder.hpp"
+#include "server/repository/directory_repository.hpp"
+
+namespace svdserve {
+namespace {
+
+ImageF32 random_image(ImageShape shape, uint32_t seed) {
+  ImageF32 image{.shape = shape, .planes = std::vector<float>(shape.values())};
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<float> sample(0.0f, 255.0f);
+  for (float& value : image.planes) value = sample(random);
+  return image;
+}
+
+FactorStoreLimits limits_of(std::size_t budget_bytes) {
+  FactorStoreLimits limits;
+  limits.budget_bytes = budget_bytes;
+  return limits;
+}
+
+// A store and its cache over a folder repository, as one server process holds them.
+struct CacheOverFolder {
+  CacheOverFolder(Backend& backend, const std::filesystem::path& folder, std::size_t budget_bytes,
+                  Durability durability = Durability::sync)
+      : store(limits_of(budget_bytes)),
+        cache(store, backend, std::make_unique<DirectoryRepository>(folder),
+              FactorCacheOptions{.durability = durability}) {}
+  FactorStore store;
+  FactorCache cache;
+};
+
+class FactorCacheTest : public ::testing::Test {
+ protected:
+  static constexpr ImageShape kShape{48, 40, 3};
+  static constexpr uint32_t kRank = 12;
+
+  std::shared_ptr<const Factors> decompose(uint32_t seed) {
+    const ImageF32 image = random_image(kShape, seed);
+    const ImageF32* images[] = {&image};
+    return backend_->decompose(std::span<const ImageF32* const>(images), kRank).front();
+  }
+
+  std::vector<std::byte> reconstruct(const Factors& factors) {
+    std::vector<std::byte> pixels(kShape.values());
+    const ReconstructItem item{&factors, kRank, OutputPixels::u8, pixels};
+    backend_->reconstruct(std::span(&item, 1));
+    return pixels;
+  }
+
+  // Persists and waits for the answer.
+  static void persist(CacheOverFolder& stack, const std::string& id,
+                      std::shared_ptr<const Factors> factors) {
+    (void)stack.store.insert(id, factors);
+    FactorCache& cache = stack.cache;
+    std::promise<void> answered;
+    cache.persist(id, std::move(factors), [&](std::exception_ptr error) {
+      if (error) {
+        answered.set_exception(error);
+      } else {
+        answered.set_value();
+      }
+    });
+    answered.get_future().get();
+  }
+
+  // Room for `images` images of kShape at kRank.
+  [[nodiscard]] std::size_t budget_for(std::size_t images) {
+    return images * (factor_bytes_f32(kShape, kRank) + 8192);
+  }
+
+  svdserve::testing::TempFolder folder_{"factor_cache"};
+  std::unique_ptr<Backend> backend_ = make_cpu_backend({.threads = 2});
+};
+
+TEST_F(FactorCacheTest, EvictedImageIsLoadedBackWithTheSamePixels) {
+  CacheOverFolder stack(*backend_, folder_.path(), budget_for(1));
+  const auto first = decompose(1);
+  const auto original_pixels = reconstruct(*first);
+  persist(stack, "first", first);
+  EXPECT_TRUE(stack.store.info("first")->stored);
+  persist(stack, "second", decompose(2));  // evicts "first" from memory
+  ASSERT_FALSE(stack.store.info("first")->resident);
+  EXPECT_TRUE(stack.store.info("first")->stored);
+
+  const auto loaded = stack.cache.find("first");
+  EXPECT_EQ(reconstruct(*loaded), original_pixels);
+  EXPECT_TRUE(stack.store.info("first")->resident);
+  const RepositoryCounters counters = stack.cache.counters();
+  EXPECT_EQ(counters.misses, 1u);
+  EXPECT_EQ(counters.loads, 1u);
+  EXPECT_EQ(counters.writes, 2u);
+  EXPECT_GT(counters.bytes_read, factor_bytes_f32(kShape, kRank));
+  (void)stack.cache.find("first");
+  EXPECT_EQ(stack.cache.counters().hits, 1u);
+}
+
+TEST_F(FactorCacheTest, AnotherProcessesCacheOpensTheFolderAndWarmsTheNewest) {
+  std::vector<std::vector<std::byte>> pixels;
+  {
+    CacheOverFolder writer(*backend_, folder_.path(), budget_for(8));
+    for (uint32_t i = 0; i < 4; ++i) {
+      const auto factors = decompose(10 + i);
+      pixels.push_back(reconstruct(*factors));
+      persist(writer, "img" + std::to_string(i), factors);
+    }
+  }
+  // Newest last: img3, then img2 fit in a budget of two.
+  CacheOverFolder reader(*backend_, folder_.path(), budget_for(2));
+  const RepositoryIndex index = reader.cache.open();
+  EXPECT_EQ(index.images, 4u);
+  EXPECT_EQ(index.skipped, 0u);
+  EXPECT_EQ(index.loaded, 2u);
+  EXPECT_EQ(reader.store.images_resident(), 2u);
+  EXPECT_EQ(reader.store.list_page("", 10, false).images.size(), 4u);  // stored ones listed
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(reconstruct(*reader.cache.find("img" + std::to_string(i))), pixels[i]) << i;
+  }
+}
+
+TEST_F(FactorCacheTest, DamagedEntriesAreSkippedAtOpenAndRefusedOnUse) {
+  {
+    CacheOverFolder writer(*backend_, folder_.path(), budget_for(4));
+    persist(writer, "good", decompose(1));
+    persist(writer, "truncated", decompose(2));
+    persist(writer, "flipped", decompose(3));
+  }
+  const auto path_of = [&](const std::string& id) {
+    return folder_.path() / DirectoryRepository::file_name(id);
+  };
+  std::filesystem::resize_file(path_of("truncated"),
+                               std::filesystem::file_size(path_of("truncated")) / 2);
+  {
+    std::fstream file(path_of("flipped"), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(2000);
+    file.put('\x55');
+  }
+  CacheOverFolder reader(*backend_, folder_.path(), budget_for(4));
+  const RepositoryIndex index = reader.cache.open();
+  EXPECT_EQ(index.skipped, 1u);  // the truncated one: its size disagrees with its header
+  EXPECT_EQ(index.images, 2u);
+  (void)reader.cache.find("good");
+  for (const char* id : {"truncated", "flipped"}) {
+    try {
+      (void)reader.cache.find(id);
+      ADD_FAILURE() << id << " was served";
+    } catch (const NotFound& error) {
+      EXPECT_NE(std::string(error.what()).find("damaged"), std::string::npos) << error.what();
+    }
+  }
+  // The truncated one at open; the flipped one when warming and when asked; the truncated one
+  // when asked.
+  EXPECT_EQ(reader.cache.counters().corrupt_entries, 4u);
+}
+
+TEST_F(FactorCacheTest, EraseReachesTheFolderEvenWhenOnlyTheFolderHasIt) {
+  CacheOverFolder stack(*backend_, folder_.path(), budget_for(1));
+  persist(stack, "a", decompose(1));
+  persist(stack, "b", decompose(2));  // "a" leaves memory
+  EXPECT_EQ(stack.cache.erase("a"), 0u);
+  EXPECT_FALSE(std::filesystem::exists(folder_.path() / DirectoryRepository::file_name("a")));
+  EXPECT_THROW((void)stack.cache.find("a"), NotFound);
+  EXPECT_THROW((void)stack.cache.erase("a"), NotFound);
+  EXPECT_GT(stack.cache.erase("b"), 0u);
+}
+
+TEST_F(FactorCacheTest, AsyncAnswersAtOnceAndCloseFinishesTheWrites) {
+  CacheOverFolder stack(*backend_, folder_.path(), budget_for(16), Durability::async);
+  for (uint32_t i = 0; i < 8; ++i) persist(stack, "a" + std::to_string(i), decompose(i));
+  stack.cache.close();
+  for (uint32_t i = 0; i < 8; ++i) {
+    EXPECT_TRUE(std::filesystem::exists(folder_.path() /
+                                        DirectoryRepository::file_name("a" + std::to_string(i))));
+  }
+  EXPECT_EQ(stack.cache.counters().writes, 8u);
+  EXPECT_EQ(stack.cache.counters().writes_queued, 0u);
+}
+
+TEST_F(FactorCacheTest, ManyCallersOfOneMissingImageShareOneLoad) {
+  CacheOverFolder stack(*backend_, folder_.path(), budget_for(1));
+  persist(stack, "shared", decompose(1));
+  persist(stack, "other", decompose(2));
+  std::vector<std::future<std::shared_ptr<const Factors>>> callers;
+  for (int i = 0; i < 8; ++i) {
+    callers.push_back(std::async(std::launch::async, [&] { return stack.cache.find("shared"); }));
+  }
+  std::set<const Factors*> distinct;
+  for (auto& caller : callers) distinct.insert(caller.get().get());
+  EXPECT_EQ(stack.cache.counters().loads, 1u);
+  EXPECT_EQ(distinct.size(), 1u);
+}
+
+}  // namespace
+}  // namespace svdserve
