@@ -96,6 +96,8 @@ const std::map<std::string, Setter>& setters() {
       {"tls-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_tls_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
       {"token-file", [](auto& c, auto&, auto& v) { c.set_token_file(v); }},
       {"token-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_token_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"redis-address", [](auto& c, auto&, auto& v) { c.set_redis_address(v); }},
+      {"redis-password-file", [](auto& c, auto&, auto& v) { c.set_redis_password_file(v); }},
   };
   return table;
 }
@@ -179,6 +181,9 @@ usage: svdserve [--config FILE] [flags]
                             (config/tokens.example); without it, no authentication
   --token-reload-interval-ms N  how often, at most, the token file is looked at for changes
                             (default 1000)
+  --redis-address ADDRESS   the Redis repository: host:port or unix:/path (default
+                            127.0.0.1:6379; docs/REDIS.md)
+  --redis-password-file FILE  its AUTH password, the file's first line (never logged)
   --log-level LEVEL         trace, debug, info, warn, error
   --reflection true|false   gRPC server reflection, for grpcurl and ghz (default true)
   --version, --help

@@ -1,7 +1,8 @@
 #include "server/repository/redis_connection.hpp"
 
+#include <signal.h>
+
 #include <cerrno>
-#include <csignal>
 #include <mutex>
 
 #include "kernels/errors.hpp"
@@ -27,7 +28,7 @@ void ignore_sigpipe_once() {
   std::call_once(once, [] {
     struct sigaction current{};
     if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
-      std::signal(SIGPIPE, SIG_IGN);
+      signal(SIGPIPE, SIG_IGN);
     }
   });
 }

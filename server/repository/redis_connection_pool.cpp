@@ -43,6 +43,9 @@ RedisConnectionPool::RedisConnectionPool(RedisOptions options) : options_(std::m
     throw InvalidArgument("the Redis factor repository needs at least one connection "
                           "(redis_pool_size)");
   }
+  if (options_.timeout <= std::chrono::milliseconds::zero()) {
+    throw InvalidArgument("the Redis factor repository needs a timeout above 0 (redis_timeout_ms)");
+  }
   free_.resize(options_.pool_size);
 }
 
