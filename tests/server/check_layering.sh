@@ -2,6 +2,8 @@
 # The server's layering, checked on the includes of the source tree (CTest: server_layering):
 #   server/runtime  includes no protobuf or gRPC header (no *.pb.h, grpc/, grpcpp/,
 #                   google/protobuf/) and nothing from server/auth, server/grpc or server/process;
+#   server/repository  includes no protobuf or gRPC header and nothing from server/auth,
+#                   server/grpc or server/process;
 #   server/auth     includes no protobuf or gRPC header and nothing from server/grpc or
 #                   server/process;
 #   server/grpc     includes nothing from server/process;
@@ -34,6 +36,11 @@ check() {
   check_folder "$root" server/runtime \
     "server/runtime must not include server/auth, server/grpc or server/process" \
     '"server/(auth|grpc|process)/' || status=1
+  check_folder "$root" server/repository "server/repository must not include protobuf or gRPC" \
+    "$protobuf_or_grpc" || status=1
+  check_folder "$root" server/repository \
+    "server/repository must not include server/auth, server/grpc or server/process" \
+    '"server/(auth|grpc|process)/' || status=1
   check_folder "$root" server/auth "server/auth must not include protobuf or gRPC" \
     "$protobuf_or_grpc" || status=1
   check_folder "$root" server/auth "server/auth must not include server/grpc or server/process" \
@@ -51,9 +58,12 @@ check() {
 plant_clean() {
   local tree=$1
   rm -rf "$tree"
-  mkdir -p "$tree/server/runtime" "$tree/server/auth" "$tree/server/grpc" "$tree/kernels/gpu"
+  mkdir -p "$tree/server/runtime" "$tree/server/repository" "$tree/server/auth" "$tree/server/grpc" \
+    "$tree/kernels/gpu"
   printf '#include "kernels/backend.hpp"\n#include <spdlog/spdlog.h>\n#include "server/runtime/job.hpp"\n' \
     > "$tree/server/runtime/job.cpp"
+  printf '#include "server/runtime/logger.hpp"\n#include <hiredis/hiredis.h>\n' \
+    > "$tree/server/repository/redis_repository.cpp"
   printf '#include "server/runtime/logger.hpp"\n#include <openssl/evp.h>\n' \
     > "$tree/server/auth/token_table.cpp"
   printf '#include "server/runtime/job.hpp"\n#include <grpcpp/grpcpp.h>\n#include "svdserve/v1/svdserve.pb.h"\n' \
@@ -79,6 +89,8 @@ self_test() {
     'server/runtime/pipeline.cpp|#include "server/grpc/status_mapping.hpp"'
     'server/runtime/pool.cpp|#include "server/process/logging.hpp"'
     'server/runtime/pipeline.cpp|#include "server/auth/token_table.hpp"'
+    'server/repository/redis_repository.cpp|#include <grpcpp/grpcpp.h>'
+    'server/repository/redis_repository.cpp|#include "server/process/config.hpp"'
     'server/auth/token_table.cpp|#include <grpcpp/grpcpp.h>'
     'server/auth/token_file.hpp|#include "svdserve/v1/config.pb.h"'
     'server/auth/token_table.cpp|#include "server/grpc/authorizer.hpp"'
@@ -108,5 +120,5 @@ self_test() {
 case "${1:-}" in
   --self-test) self_test ;;
   "") echo "usage: $0 ROOT | --self-test" >&2; exit 2 ;;
-  *) check "$1" && echo "layering ok: server/runtime, server/auth, server/grpc, kernels" ;;
+  *) check "$1" && echo "layering ok: server/runtime, server/repository, server/auth, server/grpc, kernels" ;;
 esac
