@@ -10,6 +10,7 @@ libraries=(
   libopencv-dev libspdlog-dev libfmt-dev
   liblapacke-dev libopenblas-dev
   prometheus-cpp-dev
+  libhiredis-dev  # the Redis factor repository (its archive links into the portable build)
 )
 # Only needed to build and test.
 build_tools=(
@@ -17,6 +18,7 @@ build_tools=(
   protobuf-compiler-grpc protobuf-compiler
   libgtest-dev libgmock-dev
   openssl  # the TLS tests make their certificates with it
+  redis-server nginx-light  # servers the tests start
   # Codecs the static OpenCV of the portable build links against.
   libpng-dev libjpeg-dev libwebp-dev libtiff-dev zlib1g-dev liblzma-dev libjbig-dev libdeflate-dev libzstd-dev
 )

@@ -19,6 +19,10 @@ else()
   find_package(spdlog REQUIRED)
 endif()
 find_package(prometheus-cpp CONFIG REQUIRED)
+# hiredis (the Redis factor repository) has only pkg-config. Its find_library takes the archive
+# in the portable build, like every other find there.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 
 # LAPACK and BLAS for the CPU backend: OpenBLAS is both, and multithreaded.
 set(BLA_VENDOR OpenBLAS)

@@ -10,7 +10,8 @@
 #   svdserve_portable_link_statically()     after the finds: points imported targets at archives
 # and the top-level CMakeLists.txt calls svdserve_portable_install() after all folders.
 
-# Archives first for every find_library: protobuf, c-ares, re2, OpenSSL, zlib, LAPACKE, OpenBLAS.
+# Archives first for every find_library: protobuf, c-ares, re2, OpenSSL, zlib, LAPACKE, OpenBLAS,
+# and hiredis (pkg_check_modules finds its -l items with find_library).
 set(CMAKE_FIND_LIBRARY_SUFFIXES .a ${CMAKE_FIND_LIBRARY_SUFFIXES})
 set(Protobuf_USE_STATIC_LIBS ON)
 set(OPENSSL_USE_STATIC_LIBS ON)
@@ -126,6 +127,12 @@ function(svdserve_portable_link_statically)
       "is a shared one; point OpenCV_DIR at shared/opencv-static/lib/cmake/opencv4")
   endif()
 
+  foreach(library IN LISTS HIREDIS_LINK_LIBRARIES)
+    if(library MATCHES "\\.so(\\.[0-9.]+)?$")
+      message(FATAL_ERROR "SVDSERVE_PORTABLE: ${library} is shared; install libhiredis-dev's archive")
+    endif()
+  endforeach()
+
   # OpenBLAS's LAPACK is Fortran: its archive needs the Fortran runtime, from gcc's archives too.
   foreach(library IN LISTS LAPACKE_LIBRARY LAPACK_LIBRARIES BLAS_LIBRARIES)
     if(library MATCHES "\\.so(\\.[0-9.]+)?$")
@@ -141,7 +148,7 @@ function(svdserve_portable_link_statically)
   endif()
   set(BLAS_LIBRARIES ${BLAS_LIBRARIES} ${gfortran} ${quadmath} m PARENT_SCOPE)
   message(STATUS "svdserve: portable build; static gRPC, protobuf, abseil, OpenCV, OpenBLAS, "
-    "libstdc++, CUDA runtime; RPATH $ORIGIN/../lib")
+    "hiredis, libstdc++, CUDA runtime; RPATH $ORIGIN/../lib")
 endfunction()
 
 # Executables (and nothing else) defined in a folder and the folders below it.

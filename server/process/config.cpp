@@ -15,6 +15,8 @@
 #include "server/process/listen_address.hpp"
 #include "server/process/logging.hpp"
 #include "server/process/pem_file.hpp"
+#include "server/repository/redis_address.hpp"
+#include "server/repository/redis_repository.hpp"
 #include "server/runtime/load_roots.hpp"
 
 namespace svdserve {
@@ -81,6 +83,31 @@ void validate_tls(const v1::ServerConfig& c, std::vector<std::string>& problems)
   check_file("tls_client_ca_file", c.tls_client_ca_file(), PemContent::certificate);
 }
 
+// The Redis repository's fields (60-65): an address both the config and hiredis accept, bounds
+// on the pool and the timeout, and a password file read now so that a bad one stops the start.
+void validate_redis(const v1::ServerConfig& c, std::vector<std::string>& problems) {
+  constexpr uint32_t kMaxRedisPoolSize = 64;
+  constexpr uint32_t kMaxRedisTimeoutMs = 60'000;
+  if (!parse_redis_address(c.redis_address())) {
+    problems.push_back("redis_address must be host:port (\"[v6]:port\" for IPv6) or "
+                       "unix:/absolute/path, got '" + c.redis_address() + "'");
+  }
+  if (c.redis_pool_size() < 1 || c.redis_pool_size() > kMaxRedisPoolSize) {
+    problems.push_back("redis_pool_size must be 1..64, got " + std::to_string(c.redis_pool_size()));
+  }
+  if (c.redis_timeout_ms() > kMaxRedisTimeoutMs) {
+    problems.push_back("redis_timeout_ms must be at most 60000 (a call waits up to twice it), got " +
+                       std::to_string(c.redis_timeout_ms()));
+  }
+  if (!c.redis_password_file().empty()) {
+    try {
+      (void)read_redis_password(c.redis_password_file());
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+    }
+  }
+}
+
 }  // namespace
 
 v1::ServerConfig read_config_file(const std::string& path) {
@@ -145,6 +172,12 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.persist_threads() == 0) c.set_persist_threads(2);
   // memory_budget_bytes stays 0 here: the backend decides (1 GiB on the CPU, a fraction of free
   // device memory on the GPU).
+
+  // The Redis repository (fields 60-65).
+  if (c.redis_address().empty()) c.set_redis_address("127.0.0.1:6379");
+  if (c.redis_timeout_ms() == 0) c.set_redis_timeout_ms(2000);
+  if (c.redis_pool_size() == 0) c.set_redis_pool_size(4);
+  if (c.redis_key_prefix().empty()) c.set_redis_key_prefix("svdserve:factors:");
 }
 
 void validate(const v1::ServerConfig& c) {
@@ -222,6 +255,8 @@ void validate(const v1::ServerConfig& c) {
       problems.push_back(e.what());
     }
   }
+
+  validate_redis(c, problems);
   if (!problems.empty()) {
     std::string message = "invalid config: ";
     for (std::size_t i = 0; i < problems.size(); ++i) {

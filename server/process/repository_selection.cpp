@@ -1,7 +1,10 @@
 #include "server/process/repository_selection.hpp"
 
+#include <chrono>
+
 #include "kernels/errors.hpp"
 #include "server/repository/directory_repository.hpp"
+#include "server/repository/redis_repository.hpp"
 
 namespace svdserve {
 
@@ -9,7 +12,15 @@ std::unique_ptr<FactorRepository> make_repository(const v1::ServerConfig& config
   if (config.durability() == v1::DURABILITY_NONE) return nullptr;
   switch (config.repository()) {
     case v1::REPOSITORY_KIND_REDIS:
-      throw FailedPrecondition("repository REPOSITORY_KIND_REDIS is not built into this server");
+      return std::make_unique<RedisRepository>(RedisOptions{
+          .address = config.redis_address(),
+          .username = config.redis_username(),
+          .password = config.redis_password_file().empty()
+                          ? std::string()
+                          : read_redis_password(config.redis_password_file()),
+          .timeout = std::chrono::milliseconds(config.redis_timeout_ms()),
+          .pool_size = config.redis_pool_size(),
+          .key_prefix = config.redis_key_prefix()});
     default:
       return std::make_unique<DirectoryRepository>(config.data_dir());
   }

@@ -63,6 +63,8 @@ plant_clean() {
     "$tree/kernels/gpu"
   printf '#include "kernels/backend.hpp"\n#include <spdlog/spdlog.h>\n#include "server/runtime/job.hpp"\n' \
     > "$tree/server/runtime/job.cpp"
+  printf '#include "server/runtime/logger.hpp"\n#include <hiredis/hiredis.h>\n' \
+    > "$tree/server/repository/redis_repository.cpp"
   printf '#include "server/runtime/logger.hpp"\n#include <openssl/evp.h>\n' \
     > "$tree/server/auth/token_table.cpp"
   printf '#include "server/runtime/factor_store.hpp"\n#include <zlib.h>\n' \
@@ -95,6 +97,7 @@ self_test() {
     'server/repository/factor_codec.hpp|#include "svdserve/v1/config.pb.h"'
     'server/repository/factor_cache.cpp|#include "server/grpc/service.hpp"'
     'server/repository/directory_repository.cpp|#include "server/process/config.hpp"'
+    'server/repository/redis_repository.cpp|#include <grpcpp/grpcpp.h>'
     'server/auth/token_table.cpp|#include <grpcpp/grpcpp.h>'
     'server/auth/token_file.hpp|#include "svdserve/v1/config.pb.h"'
     'server/auth/token_table.cpp|#include "server/grpc/authorizer.hpp"'

@@ -496,5 +496,81 @@ TEST(Config, PartialFileGetsDefaultsForTheRest) {
   EXPECT_NO_THROW(validate(config));
 }
 
+// The Redis repository's fields (60-65).
+
+TEST(RedisConfig, DefaultsAreLoopbackAndValidate) {
+  const v1::ServerConfig config = defaults();
+  EXPECT_EQ(config.redis_address(), "127.0.0.1:6379");
+  EXPECT_EQ(config.redis_timeout_ms(), 2000u);
+  EXPECT_EQ(config.redis_pool_size(), 4u);
+  EXPECT_EQ(config.redis_key_prefix(), "svdserve:factors:");
+  EXPECT_TRUE(config.redis_password_file().empty());  // no AUTH unless asked
+  EXPECT_TRUE(config.redis_username().empty());
+  EXPECT_NO_THROW(validate(config));
+}
+
+TEST(RedisConfig, SetValuesAreKept) {
+  v1::ServerConfig config;
+  config.set_redis_address("10.0.0.5:6380");
+  config.set_redis_timeout_ms(500);
+  config.set_redis_pool_size(16);
+  config.set_redis_key_prefix("staging:");
+  apply_defaults(config);
+  EXPECT_EQ(config.redis_address(), "10.0.0.5:6380");
+  EXPECT_EQ(config.redis_timeout_ms(), 500u);
+  EXPECT_EQ(config.redis_pool_size(), 16u);
+  EXPECT_EQ(config.redis_key_prefix(), "staging:");
+}
+
+TEST(RedisConfig, AddressesOfEveryFormValidate) {
+  for (const char* address :
+       {"127.0.0.1:6379", "redis.internal:6379", "[::1]:6379", "unix:/run/redis/redis.sock"}) {
+    v1::ServerConfig config = defaults();
+    config.set_redis_address(address);
+    EXPECT_NO_THROW(validate(config)) << address;
+  }
+}
+
+TEST(RedisConfig, EveryBadFieldIsNamed) {
+  struct Case {
+    void (*break_it)(v1::ServerConfig&);
+    const char* expected;
+  };
+  for (const Case& bad : std::initializer_list<Case>{
+           {[](v1::ServerConfig& c) { c.set_redis_address("redis.internal"); },
+            "redis_address must be host:port"},
+           {[](v1::ServerConfig& c) { c.set_redis_address("redis.internal:0"); },
+            "redis_address must be host:port"},
+           {[](v1::ServerConfig& c) { c.set_redis_address("::1:6379"); },
+            "redis_address must be host:port"},
+           {[](v1::ServerConfig& c) { c.set_redis_address("unix:run/redis.sock"); },
+            "redis_address must be host:port"},
+           {[](v1::ServerConfig& c) { c.set_redis_pool_size(65); }, "redis_pool_size must be 1..64"},
+           {[](v1::ServerConfig& c) { c.set_redis_timeout_ms(60'001); },
+            "redis_timeout_ms must be at most 60000"},
+           {[](v1::ServerConfig& c) { c.set_redis_password_file("/nonexistent/redis-password"); },
+            "redis_password_file '/nonexistent/redis-password'"}}) {
+    v1::ServerConfig config = defaults();
+    bad.break_it(config);
+    const std::string message = validation_message(config);
+    EXPECT_NE(message.find(bad.expected), std::string::npos) << message;
+  }
+}
+
+TEST(RedisConfig, APasswordFileIsReadAtStartAndNeverQuoted) {
+  const svdserve::testing::TempFolder folder("svdserve_config_redis");
+  const std::string path = (folder.path() / "redis-password").string();
+  v1::ServerConfig config = defaults();
+  config.set_redis_password_file(path);
+
+  std::ofstream(path) << "s3cret-password\n";
+  EXPECT_NO_THROW(validate(config));
+
+  std::ofstream(path) << "\ns3cret-on-line-two\n";
+  const std::string message = validation_message(config);
+  EXPECT_NE(message.find("redis_password_file"), std::string::npos) << message;
+  EXPECT_EQ(message.find("s3cret"), std::string::npos) << message;
+}
+
 }  // namespace
 }  // namespace svdserve

@@ -235,5 +235,17 @@ TEST(Flags, UsageMentionsEveryFlag) {
   }
 }
 
+TEST(Flags, RedisFlagsReachTheConfigAndTheUsage) {
+  v1::ServerConfig config;
+  apply_overrides(parse({"--redis-address", "unix:/run/redis/redis.sock",
+                         "--redis-password-file=/etc/svdserve/redis-password"}),
+                  config);
+  EXPECT_EQ(config.redis_address(), "unix:/run/redis/redis.sock");
+  EXPECT_EQ(config.redis_password_file(), "/etc/svdserve/redis-password");
+  for (const char* flag : {"--redis-address", "--redis-password-file"}) {
+    EXPECT_NE(usage().find(flag), std::string::npos) << flag;
+  }
+}
+
 }  // namespace
 }  // namespace svdserve
