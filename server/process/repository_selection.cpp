@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include "kernels/errors.hpp"
 #include "server/repository/directory_repository.hpp"
 #include "server/repository/redis_repository.hpp"
 

@@ -7,13 +7,16 @@
 #include <cstring>
 #include <random>
 
+#include "kernels/factors.hpp"
+
 namespace svdserve {
 namespace {
 
 HostFactors random_factors(ImageShape shape, uint32_t rank, uint32_t seed) {
   std::mt19937 random(seed);
   std::normal_distribution<float> normal;
-  HostFactors factors{.shape = shape, .rank_kept = rank, .energy = 1234.5};
+  HostFactors factors{.shape = shape, .rank_kept = rank, .energy = 1234.5, .u = {},
+                      .singular_values = {}, .vt = {}};
   for (uint32_t c = 0; c < shape.channels; ++c) {
     std::vector<float> u(std::size_t{shape.height} * rank), s(rank), vt(std::size_t{rank} * shape.width);
     for (float& value : u) value = normal(random);
