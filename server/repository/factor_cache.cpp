@@ -39,10 +39,7 @@ std::string FactorCache::describe() const {
   return repository_ != nullptr ? repository_->describe() : "none";
 }
 
-RepositoryIndex FactorCache::open() {
-  RepositoryIndex index;
-  if (repository_ == nullptr) return index;
-  std::vector<EntryHead> heads;
+void FactorCache::scan_into(std::vector<EntryHead>& heads, std::size_t& skipped) {
   repository_->scan(kIndexPrefixBytes, [&](const RepositoryEntryHead& entry) {
     try {
       EntryHead head = decode_head(entry.head);
@@ -53,11 +50,24 @@ RepositoryIndex FactorCache::open() {
       }
       heads.push_back(std::move(head));
     } catch (const CorruptEntry& error) {
-      ++index.skipped;
+      ++skipped;
       ++corrupt_;
       log().warn("repository_skip reason=\"{}\"", error.what());
     }
   });
+}
+
+RepositoryIndex FactorCache::open() {
+  RepositoryIndex index;
+  if (repository_ == nullptr) return index;
+  std::vector<EntryHead> heads;
+  // A repository that cannot be reached now (Redis restarting) is no reason not to serve: its
+  // images load on use once it is back; only the listing and the warm start are lost.
+  try {
+    scan_into(heads, index.skipped);
+  } catch (const Error& error) {
+    log().warn("repository_index_skipped reason=\"{}\"", error.what());
+  }
   // Most recently written first: the order memory is warmed in.
   std::sort(heads.begin(), heads.end(), [](const EntryHead& a, const EntryHead& b) {
     return a.written_unix_ms > b.written_unix_ms;

@@ -15,8 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "kernels/backend.hpp"
+#include "server/repository/factor_codec.hpp"
 #include "server/repository/factor_repository.hpp"
 #include "server/repository/repository_writer.hpp"
 #include "server/runtime/factor_store.hpp"
@@ -92,6 +94,8 @@ class FactorCache {
 
  private:
   [[nodiscard]] std::shared_ptr<const Factors> load(const std::string& id);
+  // The intact headers of every entry; counts (and logs) the others.
+  void scan_into(std::vector<EntryHead>& heads, std::size_t& skipped);
   void write(const std::string& id, const std::shared_ptr<const Factors>& factors);
 
   FactorStore& store_;

@@ -76,12 +76,12 @@ TEST_F(PersistenceTest, EveryAnsweredUploadSurvivesSigkillMidBurst) {
     {
       std::unique_lock lock(mutex);
       ASSERT_TRUE(answered_more.wait_for(lock, std::chrono::seconds(60),
-                                         [&] { return answered.size() >= 12; }));
+                                         [&] { return answered.size() >= 24; }));
     }
     server.process().signal(SIGKILL);
   }  // the uploaders end on their first failed call
 
-  ASSERT_GE(answered.size(), 12u);
+  ASSERT_GE(answered.size(), 24u);
   // No entry is torn: every file in the folder is a whole entry or a writer's temporary.
   ServerProcess restarted(config(data_.path()));
   ASSERT_TRUE(restarted.serving());

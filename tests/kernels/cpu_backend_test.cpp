@@ -316,6 +316,25 @@ TEST(CpuBackendTest, BatchItemsMatchSingleCalls) {
   EXPECT_EQ(f32_c, reconstruct_f32(*backend, *batch[2], ranks[2]));
 }
 
+// The repository's copy: to_host and back gives factors that reconstruct bit for bit the same.
+TEST(CpuBackendTest, FactorsCopiedToTheHostAndBackReconstructTheSame) {
+  const uint64_t seed = run_seed();
+  SCOPED_TRACE(seed_text(seed));
+  const ImageShape shape{45, 61, 3};
+  const auto backend = make_cpu_backend({.threads = 2});
+  const auto original = decompose_one(*backend, random_image(shape, seed), 12);
+  const HostFactors host = backend->to_host(*original);
+  ASSERT_EQ(host.u.size(), 3u);
+  EXPECT_EQ(host.u[0].size(), std::size_t{61} * 12);
+  EXPECT_EQ(host.vt[2].size(), std::size_t{12} * 45);
+  EXPECT_EQ(host.singular_values, original->all_singular_values());
+  const auto copy = backend->from_host(host);
+  EXPECT_EQ(copy->energy(), original->energy());
+  for (uint32_t rank : {1u, 7u, 12u}) {
+    EXPECT_EQ(reconstruct_f32(*backend, *copy, rank), reconstruct_f32(*backend, *original, rank));
+  }
+}
+
 // The stop check is asked before each plane: an image it stops gets no factors and its
 // remaining planes are not computed, while the other images of the batch finish as they would.
 TEST(CpuBackendTest, AStoppedImageGetsNoFactorsAndTheOthersFinish) {

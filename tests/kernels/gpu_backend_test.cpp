@@ -269,6 +269,30 @@ TEST_F(GpuBackendBehaviourTest, CublasOracleMatchesFusedKernel) {
   }
 }
 
+// The repository's copy: the GPU's factors to the host layout (U, S, Vt) and back reconstruct
+// within one step of u8 rounding of the originals (U = US / S, then US = U S: an fp32 rounding),
+// and the host copy reconstructs the same on the CPU backend, which reads that layout as it is.
+TEST_F(GpuBackendBehaviourTest, FactorsCopiedToTheHostAndBackReconstructTheSame) {
+  Decomposed d = decompose_on_two_streams("building.jpg", 64);
+  const HostFactors host = d.backend->to_host(*d.factors);
+  EXPECT_EQ(host.singular_values, d.factors->all_singular_values());
+  const auto copy = d.backend->from_host(host);
+  const auto cpu = make_cpu_backend({.threads = 2});
+  const auto on_cpu = cpu->from_host(host);
+  for (uint32_t rank : {1u, 17u, 64u}) {
+    const auto original = reconstruct_u8(*d.backend, *d.factors, rank);
+    const auto reloaded = reconstruct_u8(*d.backend, *copy, rank);
+    const auto from_cpu = reconstruct_u8(*cpu, *on_cpu, rank);
+    std::size_t differing = 0;
+    for (std::size_t p = 0; p < original.size(); ++p) {
+      ASSERT_LE(std::abs(int{original[p]} - int{reloaded[p]}), 1) << "pixel " << p;
+      ASSERT_LE(std::abs(int{original[p]} - int{from_cpu[p]}), 1) << "pixel " << p;
+      differing += original[p] != reloaded[p];
+    }
+    EXPECT_LE(static_cast<double>(differing) / original.size(), 0.001) << "rank " << rank;
+  }
+}
+
 TEST_F(GpuBackendBehaviourTest, FactorMemoryBeyondTheLimitIsResourceExhausted) {
   gpu::GpuBackendOptions options;
   options.budget_bytes = 100'000;  // less than one 256x256 rank-64 image (131 kB)
