@@ -10,6 +10,7 @@
 //
 // usage: svdserve_repository_bench [--backend cpu|gpu] [--size N] [--rank K] [--repeats R]
 //                                  [--data-dir DIR] [--redis HOST:PORT]
+//                                  [--redis-password-file FILE]
 
 #include <zlib.h>
 
@@ -47,6 +48,7 @@ struct Options {
   int repeats = 20;
   std::string data_dir = "repository-bench-data";
   std::string redis;  // empty: no Redis rows
+  std::string redis_password_file;
 };
 
 Options parse(int argc, char** argv) {
@@ -60,6 +62,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--repeats") options.repeats = std::max(1, std::atoi(value));
     else if (flag == "--data-dir") options.data_dir = value;
     else if (flag == "--redis") options.redis = value;
+    else if (flag == "--redis-password-file") options.redis_password_file = value;
     else {
       std::fprintf(stderr, "unknown flag %s\n", argv[i]);
       std::exit(2);
@@ -198,8 +201,16 @@ int main(int argc, char** argv) {
             std::make_unique<DirectoryRepository>(options.data_dir), host, options);
     if (!options.redis.empty()) {
       measure("Redis repository", *backend,
-              std::make_unique<RedisRepository>(RedisOptions{.address = options.redis}), host,
-              options);
+              std::make_unique<RedisRepository>(RedisOptions{
+                  .address = options.redis,
+                  .username = {},
+                  .password = options.redis_password_file.empty()
+                                  ? std::string()
+                                  : read_redis_password(options.redis_password_file),
+                  .timeout = std::chrono::milliseconds(2000),
+                  .pool_size = 4,
+                  .key_prefix = "svdserve-bench:"}),
+              host, options);
     }
     std::filesystem::remove_all(options.data_dir);
   } catch (const std::exception& error) {

@@ -394,7 +394,7 @@ TEST_F(AuthTest, ATokenFileWithoutTlsBeyondLoopbackIsWarnedAboutItsTokens) {
   const int port = free_port();
   Process server(svdserve::test::server_binary(),
                  {"--listen", "0.0.0.0:" + std::to_string(port), "--backend", "cpu",
-                  "--token-file", token_file_.path()});
+                  "--durability", "none", "--token-file", token_file_.path()});
   ClientOptions options;
   options.wait_for_ready = true;
   // Health needs no token.

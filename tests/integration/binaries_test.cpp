@@ -26,7 +26,8 @@ class BinariesTest : public ::testing::Test {
     server_ = std::make_unique<Process>(
         svdserve::test::server_binary(),
         std::vector<std::string>{"--listen", address(), "--backend", "cpu", "--log-level", "info",
-                                 "--config", std::string(svdserve::test::source_dir()) + "/config/svdserve.textproto"});
+                                 "--config", std::string(svdserve::test::source_dir()) + "/config/svdserve.textproto",
+                                 "--data-dir", data_.path().string()});
     ClientOptions options;
     options.wait_for_ready = true;
     options.timeout = std::chrono::seconds(30);
@@ -50,6 +51,7 @@ class BinariesTest : public ::testing::Test {
     return run_process(svdserve::test::cli_binary(), args);
   }
 
+  TempFolder data_{"svdserve-binaries-data"};  // the shipped config keeps factors here
   int port_ = 0;
   std::unique_ptr<Process> server_;
   fs::path output_;

@@ -69,7 +69,7 @@ class ComputeBudgetTest : public ::testing::Test {
   void start(const std::vector<std::string>& extra) {
     port_ = free_port();
     std::vector<std::string> args{"--listen", address(), "--backend", "cpu", "--log-level",
-                                  "warn"};
+                                  "warn", "--durability", "none"};
     args.insert(args.end(), extra.begin(), extra.end());
     server_ = std::make_unique<Process>(svdserve::test::server_binary(), args);
     client_ = make_client(std::chrono::seconds(60));

@@ -89,7 +89,8 @@ class HostileInputsTest : public ::testing::Test {
         svdserve::test::server_binary(),
         std::vector<std::string>{"--listen", address(), "--backend", "cpu", "--workers", "2",
                                  "--loaders", "2", "--encoders", "1", "--cpu-compute-threads",
-                                 "2", "--log-level", "warn", "--load-root", load_root().string()},
+                                 "2", "--log-level", "warn", "--durability", "none", "--load-root",
+                                 load_root().string()},
         std::map<std::string, std::string>{
             {"OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(uint64_t{1} << 34)},
             {"OPENCV_IO_MAX_IMAGE_WIDTH", std::to_string(1 << 20)},

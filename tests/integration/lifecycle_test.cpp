@@ -236,7 +236,8 @@ TEST(ServerProcessTest, SecondServerOnTheSamePortExitsNamingTheAddress) {
   ServerProcess first;
   ASSERT_TRUE(first.serving());
   const ProcessResult second = run_process(
-      svdserve::test::server_binary(), {"--listen", first.address(), "--backend", "cpu"},
+      svdserve::test::server_binary(),
+      {"--listen", first.address(), "--backend", "cpu", "--durability", "none"},
       kProcessBound);
   EXPECT_NE(second.exit_code, -1) << "the second server was still running";
   EXPECT_NE(second.exit_code, 0);
@@ -295,7 +296,8 @@ TEST(ServerProcessTest, SigtermDuringTheStartupLoadExitsWithinTheDrainTimeout) {
   }
   const std::string address = "127.0.0.1:" + std::to_string(free_port());
   Process server(svdserve::test::server_binary(),
-                 {"--listen", address, "--backend", "cpu", "--cpu-svd", "exact", "--workers", "1",
+                 {"--listen", address, "--backend", "cpu", "--durability", "none", "--cpu-svd",
+                  "exact", "--workers", "1",
                   "--load-dir", std::filesystem::canonical(folder.path()).string(),
                   "--drain-timeout-ms", std::to_string(kDrainTimeout.count())});
   ClientOptions options;

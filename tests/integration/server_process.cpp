@@ -101,6 +101,10 @@ ServerProcess::ServerProcess(v1::ServerConfig config) : port_(free_port()) {
   config.set_listen_address(address());
   config.set_metrics_port(static_cast<uint32_t>(metrics_port_));
   config.set_backend(v1::BACKEND_KIND_CPU);
+  // Memory only unless the test asks for a data folder: tests run side by side in one folder.
+  if (config.durability() == v1::DURABILITY_UNSPECIFIED) {
+    config.set_durability(v1::DURABILITY_NONE);
+  }
   config_path_ = (std::filesystem::temp_directory_path() /
                   ("svdserve-test-" + std::to_string(getpid()) + "-" + std::to_string(port_) +
                    ".textproto"))

@@ -283,7 +283,8 @@ TEST_F(TlsTest, ListenersBeyondLoopbackWithoutTlsAreWarnedAbout) {
   const std::string loopback = "127.0.0.1:" + std::to_string(port);
   {
     Process plaintext(svdserve::test::server_binary(),
-                      {"--listen", everywhere, "--backend", "cpu", "--metrics-port",
+                      {"--listen", everywhere, "--backend", "cpu", "--durability", "none",
+                       "--metrics-port",
                        std::to_string(metrics_port), "--metrics-host", "0.0.0.0"});
     ClientOptions options;
     options.wait_for_ready = true;
@@ -298,7 +299,8 @@ TEST_F(TlsTest, ListenersBeyondLoopbackWithoutTlsAreWarnedAbout) {
         << stopped.err;
   }
   {
-    std::vector<std::string> args{"--listen", everywhere, "--backend", "cpu"};
+    std::vector<std::string> args{"--listen", everywhere, "--backend", "cpu", "--durability",
+                                  "none"};
     const std::vector<std::string> tls = tls_flags();
     args.insert(args.end(), tls.begin(), tls.end());
     Process with_tls(svdserve::test::server_binary(), args);
