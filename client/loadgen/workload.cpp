@@ -35,6 +35,15 @@ Workload reconstruct_workload(const v1::ReconstructRequest& request) {
   return unary_workload("reconstruct", request, &Client::reconstruct);
 }
 
+Workload reconstruct_workload(std::vector<v1::ReconstructRequest> requests) {
+  Workload workload = reconstruct_workload(requests.front());
+  auto shared = std::make_shared<const std::vector<v1::ReconstructRequest>>(std::move(requests));
+  workload.call = [shared](const Client& client, std::size_t caller) {
+    return client.reconstruct((*shared)[caller % shared->size()]).status();
+  };
+  return workload;
+}
+
 Workload stream_workload(const v1::ReconstructRequest& request, std::uint32_t items) {
   Workload workload = reconstruct_workload(request);
   workload.op = "stream";

@@ -33,6 +33,8 @@ struct Workload {
 
 // Reconstruct with the same request, again and again.
 [[nodiscard]] Workload reconstruct_workload(const v1::ReconstructRequest& request);
+// Caller c reconstructs requests[c % size] (at least one), again and again.
+[[nodiscard]] Workload reconstruct_workload(std::vector<v1::ReconstructRequest> requests);
 // One ReconstructStream of items copies of request per call (as `svdserve-cli run` streams);
 // the probe is one Reconstruct, the size of one item's answer.
 [[nodiscard]] Workload stream_workload(const v1::ReconstructRequest& request, std::uint32_t items);

@@ -60,6 +60,7 @@ struct BenchOptions {
   std::vector<std::size_t> sweep{};  // Concurrency levels; empty: one run at concurrency.
   std::optional<std::string> image{};
   std::optional<std::string> id{};
+  std::uint32_t ids = 1;  // Images reconstructed, one per caller in turn.
   std::uint32_t rank = kDefaultBenchRank;
   v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8;
   std::uint32_t jpeg_quality = 0;  // 0: the server's default
@@ -97,6 +98,12 @@ BenchOptions bench_options_from(const ParsedArgs& args) {
   if (reconstructs && !options.image && !options.id) throw UsageError("bench " + op + " needs --image FILE or --id ID");
   if (!reconstructs && !options.image) throw UsageError("bench " + op + " needs --image FILE");
   if (!reconstructs && options.id) throw UsageError("--id applies to --op reconstruct, stream and echo");
+  if (const auto text = args.value("ids")) {
+    if (op != "reconstruct") throw UsageError("--ids applies to --op reconstruct");
+    if (options.id || !options.image) throw UsageError("--ids needs --image FILE, not --id");
+    options.ids = parse_uint32(*text, "--ids");
+    if (options.ids == 0) throw UsageError("--ids must be at least 1");
+  }
   if (const auto text = args.value("rank")) options.rank = parse_uint32(*text, "--rank");
   if (options.rank == 0) throw UsageError("--rank must be at least 1");
   options.format = parse_output_format(args.value_or("format", "u8"));
@@ -127,6 +134,22 @@ BenchOptions bench_options_from(const ParsedArgs& args) {
 CallResult<loadgen::Workload> workload_from(BenchOptions& options, const std::string& encoded, const Client& client,
                                             loadgen::CreatedImages& created) {
   const std::string stem = options.image ? std::filesystem::path(*options.image).stem().string() : std::string();
+  if (options.real_op == "reconstruct" && options.ids > 1) {
+    // The image under ids ids, caller c asking for id c % ids: a load balancer that routes by id
+    // spreads them over its replicas.
+    std::vector<v1::ReconstructRequest> requests(options.ids);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      requests[i].set_id("bench-" + stem + "-" + std::to_string(i));
+      const auto decomposed = client.decompose(encoded, options.max_rank, requests[i].id());
+      if (!decomposed) return decomposed.status();
+      created.add(requests[i].id());
+      requests[i].set_rank(options.rank);
+      requests[i].set_format(options.format);
+      requests[i].set_jpeg_quality(options.jpeg_quality);
+    }
+    options.id = requests.front().id();
+    return loadgen::reconstruct_workload(std::move(requests));
+  }
   if (options.real_op == "reconstruct") {
     if (!options.id) {
       options.id = "bench-" + stem;
@@ -254,6 +277,8 @@ std::vector<Command> bench_commands() {
                   {"stream-items", "N", "stream: reconstructs per stream, i.e. per request (default 16)"},
                   {"image", "FILE", "the image to send (reconstruct: decomposed first as bench-<stem>)"},
                   {"id", "ID", "reconstruct an image already on the server instead"},
+                  {"ids", "N", "decompose the image under N ids and reconstruct them in turn, one per caller "
+                               "(spreads over replicas behind a load balancer)"},
                   {"rank", "K", "rank of each reconstruction (default 16)"},
                   {"max-rank", "R", "--max-rank of the decompositions (default: the server's)"},
                   kConcurrencyOption,

@@ -225,6 +225,16 @@ TEST_F(Commands, BenchCountsErrorsByCode) {
   EXPECT_TRUE(contains(outcome.out, "\"succeeded\": 0")) << outcome.out;
 }
 
+TEST_F(Commands, BenchReconstructOfSeveralIdsAsksForEachAndCleansUp) {
+  const auto outcome = run({"bench", "--image", (root_ / "in" / "a.png").string(), "--rank", "2", "--ids", "3",
+                            "--count", "12", "--concurrency", "3", "--json", "-"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "\"succeeded\": 12")) << outcome.out;
+  EXPECT_EQ(server_.service().image_count(), 0u);  // bench-a-0 .. bench-a-2 were deleted
+  EXPECT_EQ(run({"bench", "--id", "x", "--ids", "2"}).code, 2);
+  EXPECT_EQ(run({"bench", "--op", "compress", "--image", (root_ / "in" / "a.png").string(), "--ids", "2"}).code, 2);
+}
+
 TEST_F(Commands, BenchDecomposeUsesOneIdPerCaller) {
   const auto outcome = run({"bench", "--op", "decompose", "--image", (root_ / "in" / "a.png").string(), "--count",
                             "10", "--concurrency", "2"});
