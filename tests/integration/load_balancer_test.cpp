@@ -83,21 +83,28 @@ class Ledger {
   void mark_kill(std::set<std::string> victim_ids) {
     const std::scoped_lock lock(mutex_);
     victim_ids_ = std::move(victim_ids);
-    killed_ = true;
+    kill_time_ = Clock::now();
     calls_at_kill_ = calls_;
   }
 
-  void record(const std::string& id, const grpc::Status& status) {
+  // A call that started at `started` ended with `status`. Only calls started after the kill
+  // count as answers of the survivors: one answered by the killed replica may end just after.
+  void record(const std::string& id, const grpc::Status& status, Clock::time_point started) {
     const bool ok = status.ok();
+    const auto now = Clock::now();
     {
       const std::scoped_lock lock(mutex_);
       ++calls_;
       if (!ok) ++failed_by_code_[status.error_code()];
-      if (killed_ && victim_ids_.contains(id)) {
-        const auto now = Clock::now();
-        if (!ok && !first_victim_failure_) first_victim_failure_ = now;
-        if (ok) ++victim_successes_;
-        if (ok && first_victim_failure_ && !recovered_) recovered_ = now;
+      if (kill_time_ && victim_ids_.contains(id)) {
+        if (!ok) {
+          ++victim_failures_;
+          if (!first_victim_failure_) first_victim_failure_ = now;
+        } else if (started >= *kill_time_) {
+          ++victim_successes_;
+          if (!first_victim_success_) first_victim_success_ = now;
+          if (first_victim_failure_ && !recovered_) recovered_ = now;
+        }
       }
     }
     changed_.notify_all();
@@ -113,8 +120,8 @@ class Ledger {
     return changed_.wait_for(lock, timeout, [&] { return calls_ >= calls; });
   }
 
-  // After the kill: calls about the killed replica's images succeed again (more of them than
-  // were in flight at the kill), and `more` calls were made.
+  // After the kill: calls about the killed replica's images succeed again, and `more` calls
+  // were made.
   [[nodiscard]] bool wait_for_recovery(std::size_t more, std::chrono::seconds timeout) {
     std::unique_lock lock(mutex_);
     return changed_.wait_for(lock, timeout, [&] {
@@ -127,9 +134,12 @@ class Ledger {
     std::size_t failed_calls = 0;
     std::map<grpc::StatusCode, std::size_t> failed_by_code;
     std::size_t mismatches = 0;
+    // About the killed replica's images, after the kill:
     bool victim_served_after_kill = false;
     std::size_t victim_successes_after_kill = 0;
-    double recovery_ms = 0;  // First failing call -> first success, about the killed replica's images.
+    std::size_t victim_failures_after_kill = 0;
+    double served_again_ms = -1;  // The kill -> the first success.
+    double recovery_ms = 0;       // The first failing call -> the first success after it; 0: none failed.
     std::map<std::string, std::optional<std::string>> acknowledged;
   };
 
@@ -142,17 +152,16 @@ class Ledger {
                     .mismatches = mismatches_,
                     .victim_served_after_kill = victim_served_again(),
                     .victim_successes_after_kill = victim_successes_,
+                    .victim_failures_after_kill = victim_failures_,
                     .acknowledged = acknowledged_};
+    if (first_victim_success_) summary.served_again_ms = ms(*first_victim_success_ - *kill_time_);
     if (first_victim_failure_ && recovered_) summary.recovery_ms = ms(*recovered_ - *first_victim_failure_);
     return summary;
   }
 
  private:
-  // Calls answered just before the kill may be recorded after it: they are fewer than this.
-  static constexpr std::size_t kSuccessesAfterKill = 4 * kThreads;
-
   [[nodiscard]] bool victim_served_again() const {  // Holding mutex_.
-    return victim_successes_ >= kSuccessesAfterKill && (!first_victim_failure_ || recovered_);
+    return first_victim_success_.has_value() && (!first_victim_failure_ || recovered_);
   }
 
   mutable std::mutex mutex_;
@@ -165,19 +174,23 @@ class Ledger {
   std::size_t mismatches_ = 0;
   std::size_t calls_at_kill_ = 0;
   std::set<std::string> victim_ids_;
-  bool killed_ = false;
+  std::optional<Clock::time_point> kill_time_;
+  std::optional<Clock::time_point> first_victim_success_;
   std::optional<Clock::time_point> first_victim_failure_;
   std::size_t victim_successes_ = 0;
+  std::size_t victim_failures_ = 0;
   std::optional<Clock::time_point> recovered_;
 };
 
 // Decompose, then the reference reconstruction: an image is acknowledged once Decompose said OK.
 void decompose_one(const Client& client, Ledger& ledger, std::mt19937& rng, const std::string& id) {
+  auto started = Clock::now();
   const auto decomposed = client.decompose(random_image(rng, id));
-  ledger.record(id, decomposed.status());
+  ledger.record(id, decomposed.status(), started);
   if (!decomposed.ok()) return;
+  started = Clock::now();
   const auto reconstructed = client.reconstruct(id, Rank{kRank});
-  ledger.record(id, reconstructed.status());
+  ledger.record(id, reconstructed.status(), started);
   ledger.acknowledge(id, reconstructed.ok() ? std::optional(reconstructed->pixels()) : std::nullopt);
 }
 
@@ -193,13 +206,14 @@ void mixed_workload(const std::stop_token& stop, const Client& client, Ledger& l
     const auto picked = ledger.pick(rng);
     if (!picked) continue;
     const auto& [id, reference] = *picked;
+    const auto started = Clock::now();
     if (n % kOperations != 2) {
       const auto reconstructed = client.reconstruct(id, Rank{kRank});
-      ledger.record(id, reconstructed.status());
+      ledger.record(id, reconstructed.status(), started);
       if (reconstructed.ok() && reference && reconstructed->pixels() != *reference) ledger.note_mismatch();
       if (reconstructed.ok() && !reference) ledger.acknowledge(id, reconstructed->pixels());
     } else {
-      ledger.record(id, client.get_image(id).status());
+      ledger.record(id, client.get_image(id).status(), started);
     }
   }
 }
@@ -211,7 +225,9 @@ std::set<std::string> resident_ids(const Client& replica) {
   do {
     const auto page = replica.list_images(false, 0, page_token);
     if (!page.ok()) return ids;
-    for (const auto& image : page->images()) ids.insert(image.id());
+    for (const auto& image : page->images()) {
+      if (image.state() == v1::IMAGE_STATE_RESIDENT) ids.insert(image.id());
+    }
     page_token = page->next_page_token();
   } while (!page_token.empty());
   return ids;
@@ -281,17 +297,19 @@ TEST(LoadBalancerTest, ImagesOfAKilledReplicaReconstructThroughNginxFromTheShare
   }  // The workers stop and join.
 
   const auto summary = ledger.summary();
-  std::printf("load balancer: %zu calls, %zu failed; %zu images acknowledged (%zu on the killed replica, "
-              "%zu calls about them answered after the kill); recovery (first failure to first success "
-              "about them) %.1f ms\n",
+  std::printf("load balancer: %zu calls, %zu failed; %zu images acknowledged, %zu of them on the killed "
+              "replica; after the kill, calls about those: %zu failed, %zu answered, the first %.1f ms "
+              "after the kill; recovery (first failure to first success) %.1f ms\n",
               summary.calls, summary.failed_calls, summary.acknowledged.size(), held[victim].size(),
-              summary.victim_successes_after_kill, summary.recovery_ms);
+              summary.victim_failures_after_kill, summary.victim_successes_after_kill,
+              summary.served_again_ms, summary.recovery_ms);
   for (const auto& [code, count] : summary.failed_by_code) {
     std::printf("  failed with %s: %zu\n", std::string(status_code_name(code)).c_str(), count);
   }
   ::testing::Test::RecordProperty("calls", static_cast<int>(summary.calls));
   ::testing::Test::RecordProperty("failed_calls", static_cast<int>(summary.failed_calls));
   ::testing::Test::RecordProperty("recovery_ms", std::to_string(summary.recovery_ms));
+  ::testing::Test::RecordProperty("served_again_after_kill_ms", std::to_string(summary.served_again_ms));
   EXPECT_EQ(summary.mismatches, 0u) << "a reconstruction changed its pixels";
   ASSERT_TRUE(summary.victim_served_after_kill);
 
