@@ -67,8 +67,8 @@ std::unique_ptr<grpc::ClientContext> Client::new_context(std::string_view image_
   if (!options_.bearer_token.empty()) {
     context->AddMetadata("authorization", "Bearer " + options_.bearer_token);
   }
-  if (!image_id.empty()) {
-    context->AddMetadata(std::string(kImageIdHeader), image_id_header_value(image_id));
+  if (std::string value = image_id_header_value(image_id); !value.empty()) {
+    context->AddMetadata(std::string(kImageIdHeader), std::move(value));
   }
   return context;
 }

@@ -72,7 +72,7 @@ class Client {
   [[nodiscard]] const ClientOptions& options() const noexcept { return options_; }
   [[nodiscard]] const std::shared_ptr<grpc::Channel>& channel() const noexcept { return channel_; }
   // For calls this class does not wrap. Use new_context() for the deadline, the token and, for
-  // a call about one image, the routing header (none for an empty id).
+  // a call about one image, the routing header (none for an empty or an over-long id).
   [[nodiscard]] v1::SvdServe::Stub& stub() const noexcept { return *stub_; }
   [[nodiscard]] std::unique_ptr<grpc::ClientContext> new_context(std::string_view image_id = {}) const;
 

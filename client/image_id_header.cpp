@@ -14,6 +14,7 @@ std::string image_id_header_value(std::string_view id) {
   constexpr unsigned kNibbleBits = 4;
   constexpr unsigned kNibbleMask = 0xF;
   std::string value;
+  if (id.size() > kMaxRoutedIdBytes) return value;
   value.reserve(id.size());
   for (const char c : id) {
     const auto byte = static_cast<unsigned char>(c);

@@ -17,6 +17,12 @@ TEST(ImageIdHeader, PrintableIdsTravelUnchanged) {
 
 TEST(ImageIdHeader, EmptyIdHasNoValue) { EXPECT_EQ(image_id_header_value(""), ""); }
 
+TEST(ImageIdHeader, IdsLongerThanTheServerTakesHaveNoValue) {
+  const std::string longest(kMaxRoutedIdBytes, '\xFF');  // Three times as long once encoded.
+  EXPECT_EQ(image_id_header_value(longest).size(), 3 * kMaxRoutedIdBytes);
+  EXPECT_EQ(image_id_header_value(longest + "x"), "");
+}
+
 TEST(ImageIdHeader, SpacesPercentAndNonAsciiArePercentEncoded) {
   EXPECT_EQ(image_id_header_value("my cat.png"), "my%20cat.png");
   EXPECT_EQ(image_id_header_value("100%"), "100%25");

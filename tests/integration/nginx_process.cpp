@@ -18,6 +18,7 @@ namespace {
 
 constexpr auto kStartPatience = std::chrono::seconds(20);
 constexpr auto kStopPatience = std::chrono::seconds(20);
+constexpr auto kProbeTimeout = std::chrono::seconds(2);
 
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
@@ -80,8 +81,9 @@ NginxProcess::NginxProcess(const std::vector<std::string>& upstreams) : port_(fr
       kNginxBinary, std::vector<std::string>{"-e", (folder / "error.log").string(), "-p", folder.string() + "/", "-c",
                                              (folder / "nginx.conf").string(), "-g", "daemon off;"});
 
+  // Through nginx to a replica: nginx listens, parsed the example and reaches an upstream.
   ClientOptions options;
-  options.timeout = std::chrono::seconds(2);
+  options.timeout = kProbeTimeout;
   options.dedicated_connection = true;
   const Client probe(address(), options);
   ready_ = eventually(
