@@ -7,6 +7,7 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include "client/image_id_header.hpp"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace svdserve {
@@ -23,10 +24,12 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& target, const Cli
       arguments);
 }
 
-// One unary call: a fresh context, the call, the response or the status.
+// One unary call: a fresh context (with the routing header for image_id), the call, the
+// response or the status.
 template <class Response, class Request, class Method>
-CallResult<Response> unary(const Client& client, Method method, const Request& request) {
-  const auto context = client.new_context();
+CallResult<Response> unary(const Client& client, Method method, const Request& request,
+                           std::string_view image_id = {}) {
+  const auto context = client.new_context(image_id);
   Response response;
   grpc::Status status = (client.stub().*method)(context.get(), request, &response);
   if (!status.ok()) return status;
@@ -55,7 +58,7 @@ Client::Client(std::string target, ClientOptions options)
       channel_(make_channel(target_, options_)),
       stub_(v1::SvdServe::NewStub(channel_)) {}
 
-std::unique_ptr<grpc::ClientContext> Client::new_context() const {
+std::unique_ptr<grpc::ClientContext> Client::new_context(std::string_view image_id) const {
   auto context = std::make_unique<grpc::ClientContext>();
   if (options_.timeout.count() > 0) {
     context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
@@ -63,6 +66,9 @@ std::unique_ptr<grpc::ClientContext> Client::new_context() const {
   context->set_wait_for_ready(options_.wait_for_ready);
   if (!options_.bearer_token.empty()) {
     context->AddMetadata("authorization", "Bearer " + options_.bearer_token);
+  }
+  if (std::string value = image_id_header_value(image_id); !value.empty()) {
+    context->AddMetadata(std::string(kImageIdHeader), std::move(value));
   }
   return context;
 }
@@ -81,7 +87,8 @@ CallResult<v1::DecomposeResponse> Client::decompose(std::string encoded_image, s
 }
 
 CallResult<v1::DecomposeResponse> Client::decompose(const v1::DecomposeRequest& request) const {
-  return unary<v1::DecomposeResponse>(*this, &v1::SvdServe::Stub::Decompose, request);
+  return unary<v1::DecomposeResponse>(*this, &v1::SvdServe::Stub::Decompose, request,
+                                            request.id());
 }
 
 CallResult<v1::ReconstructResponse> Client::reconstruct(std::string id, RankChoice rank,
@@ -94,17 +101,20 @@ CallResult<v1::ReconstructResponse> Client::reconstruct(std::string id, RankChoi
 }
 
 CallResult<v1::ReconstructResponse> Client::reconstruct(const v1::ReconstructRequest& request) const {
-  return unary<v1::ReconstructResponse>(*this, &v1::SvdServe::Stub::Reconstruct, request);
+  return unary<v1::ReconstructResponse>(*this, &v1::SvdServe::Stub::Reconstruct, request,
+                                              request.id());
 }
 
 CallResult<v1::ReconstructBatchResponse> Client::reconstruct_batch(
     const v1::ReconstructBatchRequest& request) const {
-  return unary<v1::ReconstructBatchResponse>(*this, &v1::SvdServe::Stub::ReconstructBatch, request);
+  const std::string_view first_id = request.items().empty() ? std::string_view{} : request.items(0).id();
+  return unary<v1::ReconstructBatchResponse>(*this, &v1::SvdServe::Stub::ReconstructBatch, request,
+                                             first_id);
 }
 
 grpc::Status Client::reconstruct_stream(std::span<const v1::ReconstructRequest> requests,
                                         const StreamResponseHandler& on_response) const {
-  const auto context = new_context();
+  const auto context = new_context(requests.empty() ? std::string_view{} : requests.front().id());
   const auto stream = stub_->ReconstructStream(context.get());
 
   // Writing on its own thread: the server answers while we still write, and large responses
@@ -152,7 +162,7 @@ CallResult<std::vector<v1::ReconstructStreamResponse>> Client::reconstruct_strea
 
 CallResult<std::vector<v1::ReconstructResponse>> Client::reconstruct_progressive(
     const v1::ReconstructProgressiveRequest& request) const {
-  const auto context = new_context();
+  const auto context = new_context(request.id());
   const auto reader = stub_->ReconstructProgressive(context.get(), request);
   std::vector<v1::ReconstructResponse> responses;
   v1::ReconstructResponse response;
@@ -179,7 +189,7 @@ CallResult<v1::GetImageResponse> Client::get_image(std::string id, bool include_
   v1::GetImageRequest request;
   request.set_id(std::move(id));
   request.set_include_singular_values(include_singular_values);
-  return unary<v1::GetImageResponse>(*this, &v1::SvdServe::Stub::GetImage, request);
+  return unary<v1::GetImageResponse>(*this, &v1::SvdServe::Stub::GetImage, request, request.id());
 }
 
 CallResult<v1::ListImagesResponse> Client::list_images(bool include_evicted,
@@ -195,7 +205,8 @@ CallResult<v1::ListImagesResponse> Client::list_images(bool include_evicted,
 CallResult<v1::DeleteImageResponse> Client::delete_image(std::string id) const {
   v1::DeleteImageRequest request;
   request.set_id(std::move(id));
-  return unary<v1::DeleteImageResponse>(*this, &v1::SvdServe::Stub::DeleteImage, request);
+  return unary<v1::DeleteImageResponse>(*this, &v1::SvdServe::Stub::DeleteImage, request,
+                                        request.id());
 }
 
 CallResult<v1::LoadDirectoryResponse> Client::load_directory(std::string server_path, std::uint32_t max_rank,

@@ -2,7 +2,8 @@
 // svdserve::Client: one channel to a svdserve server and one method per RPC of svdserve.v1, plus
 // the standard health check. Every call gets its own deadline (ClientOptions::timeout) and
 // returns the response or the failed status; nothing throws for a failed RPC. All methods are
-// const and thread-safe: share one Client between threads.
+// const and thread-safe: share one Client between threads. Calls keyed by an image id carry it
+// in the routing header (image_id_header.hpp) for a load balancer in front of several servers.
 
 #include <chrono>
 #include <cstdint>
@@ -70,9 +71,10 @@ class Client {
   [[nodiscard]] const std::string& target() const noexcept { return target_; }
   [[nodiscard]] const ClientOptions& options() const noexcept { return options_; }
   [[nodiscard]] const std::shared_ptr<grpc::Channel>& channel() const noexcept { return channel_; }
-  // For calls this class does not wrap. Use new_context() for the deadline.
+  // For calls this class does not wrap. Use new_context() for the deadline, the token and, for
+  // a call about one image, the routing header (none for an empty or an over-long id).
   [[nodiscard]] v1::SvdServe::Stub& stub() const noexcept { return *stub_; }
-  [[nodiscard]] std::unique_ptr<grpc::ClientContext> new_context() const;
+  [[nodiscard]] std::unique_ptr<grpc::ClientContext> new_context(std::string_view image_id = {}) const;
 
   // Waits until the channel is connected or the timeout passes; true when connected.
   [[nodiscard]] bool wait_for_connected(std::chrono::milliseconds timeout) const;
@@ -87,13 +89,15 @@ class Client {
       std::string id, RankChoice rank, v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8) const;
   CallResult<v1::ReconstructResponse> reconstruct(const v1::ReconstructRequest& request) const;
 
+  // The routing header names the first item's id: a batch goes to one server.
   CallResult<v1::ReconstructBatchResponse> reconstruct_batch(
       const v1::ReconstructBatchRequest& request) const;
 
   // ReconstructStream: writes every request (from a second thread, so reading never waits on
   // writing) and hands each response to on_response with the index of its request, in order.
   // Returns the stream's final status; an item's own failure is in its response, not here. A
-  // stream that ends early with an OK status is reported as DATA_LOSS.
+  // stream that ends early with an OK status is reported as DATA_LOSS. The routing header names
+  // the first request's id: a stream goes to one server.
   using StreamResponseHandler =
       std::function<void(std::size_t index, v1::ReconstructStreamResponse& response)>;
   grpc::Status reconstruct_stream(std::span<const v1::ReconstructRequest> requests,

@@ -169,7 +169,8 @@ function(_svdserve_executables_under directory out_var)
   set(${out_var} ${found} PARENT_SCOPE)
 endfunction()
 
-# The bundle: bin/ (server, CLI, every test and benchmark binary), config/, share/svdserve (protoset),
+# The bundle: bin/ (server, CLI, every test and benchmark binary), config/, deploy/ (the load
+# balancer test runs the nginx example), share/svdserve (protoset),
 # tests/data/images, a CTestTestfile.cmake, and lib/ with the shared libraries a GPU host lacks.
 function(svdserve_portable_install)
   set(programs svdserve svdserve-cli)
@@ -185,6 +186,7 @@ function(svdserve_portable_install)
     install(TARGETS ${benchmarks} RUNTIME DESTINATION bin)
   endif()
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/config/ DESTINATION config)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/deploy/ DESTINATION deploy)
 
   # One CTest entry per test binary (benchmarks are installed, not run); the binaries find
   # config/ and the images beside bin/ themselves (tests/test_paths.hpp).

@@ -37,15 +37,25 @@ bool ParsedArgs::has(std::string_view name) const { return values_.find(name) !=
 std::optional<std::string> ParsedArgs::value(std::string_view name) const {
   const auto found = values_.find(name);
   if (found == values_.end()) return std::nullopt;
-  return found->second;
+  return found->second.back();
 }
 
 std::string ParsedArgs::value_or(std::string_view name, std::string_view fallback) const {
   return value(name).value_or(std::string(fallback));
 }
 
+std::vector<std::string> ParsedArgs::values(std::string_view name) const {
+  const auto found = values_.find(name);
+  return found == values_.end() ? std::vector<std::string>{} : found->second;
+}
+
 void ParsedArgs::set(std::string_view name, std::string value) {
-  values_.insert_or_assign(std::string(name), std::move(value));
+  const auto found = values_.find(name);
+  if (found == values_.end()) {
+    values_.emplace(std::string(name), std::vector<std::string>{std::move(value)});
+  } else {
+    found->second.push_back(std::move(value));
+  }
 }
 
 ParsedArgs parse_args(std::span<const std::string> args, std::span<const OptionSpec> specs, StopAt stop) {

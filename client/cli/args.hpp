@@ -35,13 +35,16 @@ class ParsedArgs {
   // The value of the last occurrence of the option; nullopt when absent.
   [[nodiscard]] std::optional<std::string> value(std::string_view name) const;
   [[nodiscard]] std::string value_or(std::string_view name, std::string_view fallback) const;
+  // Every occurrence's value, in order (a repeatable option); empty when absent.
+  [[nodiscard]] std::vector<std::string> values(std::string_view name) const;
   [[nodiscard]] const std::vector<std::string>& positionals() const noexcept { return positionals_; }
 
+  // Adds an occurrence of the option.
   void set(std::string_view name, std::string value);
   void add_positional(std::string value) { positionals_.push_back(std::move(value)); }
 
  private:
-  std::map<std::string, std::string, std::less<>> values_;  // Flags map to "".
+  std::map<std::string, std::vector<std::string>, std::less<>> values_;  // Flags map to {""}.
   std::vector<std::string> positionals_;
 };
 

@@ -15,7 +15,9 @@ constexpr std::string_view kProgram = "svdserve-cli";
 
 const std::vector<OptionSpec>& global_options() {
   static const std::vector<OptionSpec> options = {
-      {"server", "HOST:PORT", "server address (default $SVDSERVE_SERVER, else localhost:50051)"},
+      {"server", "HOST:PORT[,...]",
+       "server or load balancer address, or several replicas (repeat it, or a,b,c); default "
+       "$SVDSERVE_SERVER, else localhost:50051"},
       {"timeout", "SECONDS", "deadline of each call; 0 for none (default 60)"},
       {"tls", "", "connect with TLS (implied by --ca, --cert and --key)"},
       {"ca", "FILE", "TLS: PEM CAs that may sign the server's certificate (default: the "
@@ -29,6 +31,13 @@ const std::vector<OptionSpec>& global_options() {
   };
   return options;
 }
+
+constexpr std::string_view kSeveralServers =
+    "Several servers (replicas sharing one factor repository, no load balancer):\n"
+    "  a call about an image goes to the replica its id picks by rendezvous hashing, so the\n"
+    "  same id finds the same replica's cache while the list is unchanged; calls without an id\n"
+    "  take the replicas in turn; a call answered UNAVAILABLE is made once more on the next\n"
+    "  replica in the id's order. list pages come from one replica; bench takes one address.\n";
 
 constexpr std::string_view kExitCodes =
     "Exit codes:\n"
@@ -73,11 +82,25 @@ std::vector<OptionSpec> merged_options(const Command& command) {
   return options;
 }
 
-// Later occurrences win: options after the command override those before it.
+// "a:1,b:2" -> {"a:1", "b:2"}; duplicates dropped (a server listed twice would take two
+// shares of the calls without an id).
+void add_servers(std::string_view list, std::vector<std::string>& servers) {
+  while (true) {
+    const auto comma = list.find(',');
+    const std::string server(list.substr(0, comma));
+    if (server.empty()) throw UsageError("--server expects HOST:PORT[,HOST:PORT...]");
+    if (std::ranges::find(servers, server) == servers.end()) servers.push_back(server);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+}
+
+// Later occurrences win: options after the command override those before it. --server
+// accumulates within one side of the command.
 void apply_globals(const ParsedArgs& args, GlobalOptions& globals, bool json_is_global) {
-  if (auto server = args.value("server")) {
-    if (server->empty()) throw UsageError("--server expects HOST:PORT");
-    globals.server = std::move(*server);
+  if (const auto lists = args.values("server"); !lists.empty()) {
+    globals.servers.clear();
+    for (const auto& list : lists) add_servers(list, globals.servers);
   }
   if (auto timeout = args.value("timeout")) globals.timeout = parse_seconds(*timeout, "--timeout");
   if (auto token_file = args.value("token-file")) {
@@ -134,7 +157,7 @@ const std::vector<Command>& all_commands() {
 std::string usage_text() {
   std::ostringstream text;
   text << "usage: " << kProgram
-       << " [--server HOST:PORT] [--tls [--ca FILE] [--cert FILE --key FILE]]\n"
+       << " [--server HOST:PORT[,...]] [--tls [--ca FILE] [--cert FILE --key FILE]]\n"
           "                    [--timeout SECONDS] [--token-file FILE] [--json] COMMAND [ARGS]\n\n"
        << "Client of svdserve, the SVD image reconstruction service.\n\nCommands:\n";
   for (const auto& command : all_commands()) {
@@ -145,6 +168,7 @@ std::string usage_text() {
   }
   text << "\nGlobal options (also accepted after the command):\n";
   append_options(text, global_options());
+  text << '\n' << kSeveralServers;
   text << "\nRun '" << kProgram << " COMMAND --help' for a command's options.\n\n" << kExitCodes;
   return text.str();
 }
@@ -163,15 +187,15 @@ std::string command_help(const Command& command) {
   return text.str();
 }
 
-const Client& CommandContext::client() {
-  if (!client_) {
+const ServerSet& CommandContext::servers() {
+  if (!servers_) {
     ClientOptions options;
     options.timeout = globals_.timeout;
     options.tls = globals_.tls;
     options.bearer_token = globals_.bearer_token;
-    client_.emplace(globals_.server, options);
+    servers_.emplace(globals_.servers, options);
   }
-  return *client_;
+  return *servers_;
 }
 
 int run_cli(std::span<const std::string> args, const CliEnvironment& environment) {
@@ -180,7 +204,8 @@ int run_cli(std::span<const std::string> args, const CliEnvironment& environment
   try {
     GlobalOptions globals;
     if (environment.server_from_env && !environment.server_from_env->empty()) {
-      globals.server = *environment.server_from_env;
+      globals.servers.clear();
+      add_servers(*environment.server_from_env, globals.servers);
     }
     if (environment.token_from_env) globals.bearer_token = *environment.token_from_env;
 

@@ -1,6 +1,6 @@
 #pragma once
-// What a subcommand is, and what it gets to run: the global options, the output streams and a
-// client created on first use (so usage errors never touch the network).
+// What a subcommand is, and what it gets to run: the global options, the output streams and the
+// servers' clients created on first use (so usage errors never touch the network).
 
 #include <chrono>
 #include <cstddef>
@@ -13,11 +13,13 @@
 
 #include "client/cli/args.hpp"
 #include "client/client.hpp"
+#include "client/server_set.hpp"
 
 namespace svdserve::cli {
 
 struct GlobalOptions {
-  std::string server{kDefaultTarget};
+  // --server: one address (a server or a load balancer), or several replicas to route between.
+  std::vector<std::string> servers{std::string(kDefaultTarget)};
   std::chrono::milliseconds timeout = kDefaultCallTimeout;
   bool json = false;
   std::optional<ClientTls> tls{};  // --tls, --ca, --cert, --key; nullopt: plaintext
@@ -38,9 +40,9 @@ class CommandContext {
   // Standard input; nullptr when the CLI was given none (tests).
   [[nodiscard]] std::istream* in() const noexcept { return in_; }
 
-  // The client for --server with the --timeout deadline, the TLS options and the bearer token;
-  // created on the first call.
-  [[nodiscard]] const Client& client();
+  // The clients of --server with the --timeout deadline, the TLS options and the bearer token;
+  // created on the first call. Route calls through servers().call(id, ...).
+  [[nodiscard]] const ServerSet& servers();
 
  private:
   GlobalOptions globals_;
@@ -48,7 +50,7 @@ class CommandContext {
   std::ostream& err_;
   bool err_is_tty_;
   std::istream* in_;
-  std::optional<Client> client_;
+  std::optional<ServerSet> servers_;
 };
 
 struct Command {

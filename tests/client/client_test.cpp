@@ -118,6 +118,53 @@ TEST_F(ClientTest, ResponsesLargerThanTheReceiveLimitFail) {
   EXPECT_TRUE(small.reconstruct("big", Rank{1}, v1::OUTPUT_FORMAT_PNG).ok());
 }
 
+TEST_F(ClientTest, CallsAboutOneImageNameItInTheRoutingHeader) {
+  const auto& fake = server_.service();
+  ASSERT_TRUE(client_.decompose("6x4x3", 0, "my cat.png").ok());
+  EXPECT_EQ(fake.routing_header("Decompose"), "my%20cat.png");
+  ASSERT_TRUE(client_.reconstruct("my cat.png", Rank{2}).ok());
+  EXPECT_EQ(fake.routing_header("Reconstruct"), "my%20cat.png");
+  ASSERT_TRUE(client_.get_image("my cat.png").ok());
+  EXPECT_EQ(fake.routing_header("GetImage"), "my%20cat.png");
+
+  v1::ReconstructProgressiveRequest progressive;
+  progressive.set_id("my cat.png");
+  progressive.add_ranks(1);
+  progressive.add_ranks(3);
+  const auto steps = client_.reconstruct_progressive(progressive);
+  ASSERT_TRUE(steps.ok()) << steps.status().error_message();
+  EXPECT_EQ(steps->size(), 2u);
+  EXPECT_EQ(fake.routing_header("ReconstructProgressive"), "my%20cat.png");
+
+  ASSERT_TRUE(client_.decompose("6x4x1", 0, "dog").ok());
+  v1::ReconstructBatchRequest batch;
+  batch.add_items()->set_id("dog");
+  batch.add_items()->set_id("my cat.png");
+  for (auto& item : *batch.mutable_items()) item.set_rank(1);
+  ASSERT_TRUE(client_.reconstruct_batch(batch).ok());
+  EXPECT_EQ(fake.routing_header("ReconstructBatch"), "dog");  // The first item's id.
+
+  std::vector<v1::ReconstructRequest> stream(2);
+  stream[0].set_id("my cat.png");
+  stream[1].set_id("dog");
+  for (auto& request : stream) request.set_rank(1);
+  ASSERT_TRUE(client_.reconstruct_stream(stream).ok());
+  EXPECT_EQ(fake.routing_header("ReconstructStream"), "my%20cat.png");  // The first request's id.
+
+  ASSERT_TRUE(client_.delete_image("dog").ok());
+  EXPECT_EQ(fake.routing_header("DeleteImage"), "dog");
+}
+
+TEST_F(ClientTest, CallsWithoutAnIdSendNoRoutingHeader) {
+  const auto& fake = server_.service();
+  ASSERT_TRUE(client_.decompose("6x4x3").ok());  // The server names it.
+  EXPECT_EQ(fake.routing_header("Decompose"), std::nullopt);
+  ASSERT_TRUE(client_.list_images().ok());
+  EXPECT_EQ(fake.routing_header("ListImages"), std::nullopt);
+  ASSERT_TRUE(client_.reconstruct_batch(v1::ReconstructBatchRequest{}).ok());
+  EXPECT_EQ(fake.routing_header("ReconstructBatch"), std::nullopt);
+}
+
 TEST_F(ClientTest, WaitsForAConnection) { EXPECT_TRUE(client_.wait_for_connected(std::chrono::seconds(5))); }
 
 TEST(ClientWithoutServer, FailsFastWithUnavailable) {

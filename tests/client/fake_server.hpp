@@ -2,7 +2,7 @@
 // An in-process stand-in for the svdserve server, for testing the client without the real one.
 // It decodes nothing: an "encoded image" is the text "WxHxC" (anything else is INVALID_ARGUMENT),
 // every image keeps rank min(max_rank or 8, 8), and pixel bytes are filled with the rank. Echo
-// answers like the real one.
+// answers like the real one. It remembers the routing header each method last received.
 
 #include <algorithm>
 #include <atomic>
@@ -10,11 +10,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include "client/image_id_header.hpp"
 #include "svdserve/v1/svdserve.grpc.pb.h"
 
 namespace svdserve::testing {
@@ -23,8 +26,9 @@ class FakeSvdServe final : public v1::SvdServe::Service {
  public:
   static constexpr std::uint32_t kFullRank = 8;
 
-  grpc::Status Decompose(grpc::ServerContext*, const v1::DecomposeRequest* request,
+  grpc::Status Decompose(grpc::ServerContext* context, const v1::DecomposeRequest* request,
                          v1::DecomposeResponse* response) override {
+    note_routing_header("Decompose", *context);
     v1::Shape shape;
     if (!parse_shape(request->image().encoded(), shape)) {
       return {grpc::StatusCode::INVALID_ARGUMENT, "cannot decode the image"};
@@ -40,21 +44,43 @@ class FakeSvdServe final : public v1::SvdServe::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Reconstruct(grpc::ServerContext*, const v1::ReconstructRequest* request,
+  grpc::Status Reconstruct(grpc::ServerContext* context, const v1::ReconstructRequest* request,
                            v1::ReconstructResponse* response) override {
+    note_routing_header("Reconstruct", *context);
     return reconstruct(*request, *response);
   }
 
+  grpc::Status ReconstructBatch(grpc::ServerContext* context, const v1::ReconstructBatchRequest* request,
+                                v1::ReconstructBatchResponse* response) override {
+    note_routing_header("ReconstructBatch", *context);
+    for (const auto& item : request->items()) answer_item(item, *response->add_items());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ReconstructProgressive(grpc::ServerContext* context,
+                                      const v1::ReconstructProgressiveRequest* request,
+                                      grpc::ServerWriter<v1::ReconstructResponse>* writer) override {
+    note_routing_header("ReconstructProgressive", *context);
+    for (const auto rank : request->ranks()) {
+      v1::ReconstructRequest item;
+      item.set_id(request->id());
+      item.set_rank(rank);
+      item.set_format(request->format());
+      v1::ReconstructResponse response;
+      if (const grpc::Status status = reconstruct(item, response); !status.ok()) return status;
+      if (!writer->Write(response)) break;
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::Status ReconstructStream(
-      grpc::ServerContext*,
+      grpc::ServerContext* context,
       grpc::ServerReaderWriter<v1::ReconstructStreamResponse, v1::ReconstructRequest>* stream) override {
+    note_routing_header("ReconstructStream", *context);
     v1::ReconstructRequest request;
     while (stream->Read(&request)) {
       v1::ReconstructStreamResponse response;
-      const grpc::Status status = reconstruct(request, *response.mutable_result());
-      response.mutable_status()->set_code(static_cast<int>(status.error_code()));
-      response.mutable_status()->set_message(status.error_message());
-      if (!status.ok()) response.clear_result();
+      answer_item(request, response);
       if (!stream->Write(response)) break;
     }
     return grpc::Status::OK;
@@ -75,8 +101,9 @@ class FakeSvdServe final : public v1::SvdServe::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetImage(grpc::ServerContext*, const v1::GetImageRequest* request,
+  grpc::Status GetImage(grpc::ServerContext* context, const v1::GetImageRequest* request,
                         v1::GetImageResponse* response) override {
+    note_routing_header("GetImage", *context);
     const std::scoped_lock lock(mutex_);
     const auto found = images_.find(request->id());
     if (found == images_.end()) return {grpc::StatusCode::NOT_FOUND, "no image '" + request->id() + "'"};
@@ -91,8 +118,9 @@ class FakeSvdServe final : public v1::SvdServe::Service {
   }
 
   // Pages of two (whatever the client asks), so that the CLI must follow next_page_token.
-  grpc::Status ListImages(grpc::ServerContext*, const v1::ListImagesRequest* request,
+  grpc::Status ListImages(grpc::ServerContext* context, const v1::ListImagesRequest* request,
                           v1::ListImagesResponse* response) override {
+    note_routing_header("ListImages", *context);
     constexpr int kPageSize = 2;
     const std::scoped_lock lock(mutex_);
     for (auto it = images_.upper_bound(request->page_token()); it != images_.end(); ++it) {
@@ -107,8 +135,9 @@ class FakeSvdServe final : public v1::SvdServe::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status DeleteImage(grpc::ServerContext*, const v1::DeleteImageRequest* request,
+  grpc::Status DeleteImage(grpc::ServerContext* context, const v1::DeleteImageRequest* request,
                            v1::DeleteImageResponse* response) override {
+    note_routing_header("DeleteImage", *context);
     const std::scoped_lock lock(mutex_);
     if (images_.erase(request->id()) == 0) return {grpc::StatusCode::NOT_FOUND, "no image '" + request->id() + "'"};
     response->set_bytes_freed(1000);
@@ -131,6 +160,14 @@ class FakeSvdServe final : public v1::SvdServe::Service {
   }
 
   [[nodiscard]] std::uint64_t echo_calls() const { return echo_calls_.load(); }
+
+  // The routing header of the last call of `method` ("Reconstruct"); nullopt when that call had
+  // none or no call came.
+  [[nodiscard]] std::optional<std::string> routing_header(const std::string& method) const {
+    const std::scoped_lock lock(mutex_);
+    const auto found = routing_headers_.find(method);
+    return found == routing_headers_.end() ? std::nullopt : found->second;
+  }
 
   [[nodiscard]] std::size_t image_count() const {
     const std::scoped_lock lock(mutex_);
@@ -175,6 +212,23 @@ class FakeSvdServe final : public v1::SvdServe::Service {
     info.set_state(v1::IMAGE_STATE_RESIDENT);
   }
 
+  void note_routing_header(const std::string& method, const grpc::ServerContext& context) {
+    std::optional<std::string> value;
+    const auto& metadata = context.client_metadata();
+    if (const auto found = metadata.find(std::string(kImageIdHeader)); found != metadata.end()) {
+      value.emplace(found->second.data(), found->second.size());
+    }
+    const std::scoped_lock lock(mutex_);
+    routing_headers_[method] = std::move(value);
+  }
+
+  void answer_item(const v1::ReconstructRequest& request, v1::ReconstructStreamResponse& response) {
+    const grpc::Status status = reconstruct(request, *response.mutable_result());
+    response.mutable_status()->set_code(static_cast<int>(status.error_code()));
+    response.mutable_status()->set_message(status.error_message());
+    if (!status.ok()) response.clear_result();
+  }
+
   grpc::Status reconstruct(const v1::ReconstructRequest& request, v1::ReconstructResponse& response) {
     Stored stored;
     {
@@ -198,6 +252,7 @@ class FakeSvdServe final : public v1::SvdServe::Service {
   std::atomic<std::uint64_t> echo_calls_{0};
   mutable std::mutex mutex_;
   std::map<std::string, Stored> images_;  // Guarded by mutex_.
+  std::map<std::string, std::optional<std::string>> routing_headers_;  // Guarded by mutex_.
 };
 
 // The fake on a free loopback port, with the standard health service, for one test.

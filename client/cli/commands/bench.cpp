@@ -184,6 +184,8 @@ CallResult<loadgen::Workload> workload_from(BenchOptions& options, const std::st
 }
 
 int run_bench(CommandContext& context, const ParsedArgs& args) {
+  // A measurement of one server (or of one load balancer and what is behind it).
+  if (context.globals().servers.size() != 1) throw UsageError("bench measures one --server address");
   BenchOptions options = bench_options_from(args);
   const std::string& op = options.op;
   std::string encoded;
@@ -194,7 +196,7 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
       return report_error(context.err(), error.what());
     }
   }
-  const Client& client = context.client();
+  const Client& client = context.servers().client(0);
   const loadgen::ClientPool pool(client.target(), client.options(), options.connections);
   loadgen::CreatedImages created(client);
   auto workload = workload_from(options, encoded, client, created);
@@ -215,7 +217,7 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
 
   const bool decomposes = options.real_op == "decompose";
   const BenchReport base{.op = op,
-                         .server = context.globals().server,
+                         .server = context.globals().servers.front(),
                          .image = options.image.value_or(""),
                          .id = options.real_op == "reconstruct" ? *options.id : std::string(),
                          .rank = decomposes ? 0 : options.rank,
@@ -223,7 +225,7 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
   const auto& length = options.length;
   const auto announce = [&](const std::string& what, std::size_t callers) {
     if (context.json()) return;
-    context.err() << "bench " << what << " on " << context.globals().server << ": " << callers
+    context.err() << "bench " << what << " on " << context.globals().servers.front() << ": " << callers
                   << (callers == 1 ? " caller, " : " callers, ")
                   << (options.count_text ? *options.count_text + " requests"
                                          : fixed_text(length.duration.count() / 1000.0, 1) + " s")

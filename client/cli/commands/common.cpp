@@ -79,7 +79,7 @@ std::vector<DecomposeOutcome> decompose_all(CommandContext& context, const std::
                                             std::uint32_t max_rank, std::size_t concurrency,
                                             ProgressStyle style, ItemTally& tally) {
   std::vector<DecomposeOutcome> outcomes(items.size());
-  const Client& client = context.client();
+  const ServerSet& servers = context.servers();
   ProgressReporter progress(context.err(), items.size(), style, "decompose");
   parallel_for(items.size(), concurrency, [&](std::size_t i) {
     DecomposeOutcome& outcome = outcomes[i];
@@ -91,7 +91,11 @@ std::vector<DecomposeOutcome> decompose_all(CommandContext& context, const std::
       outcome.local_error = error.what();
     }
     if (outcome.local_error.empty()) {
-      auto result = client.decompose(std::move(bytes), max_rank, items[i].id);
+      v1::DecomposeRequest request;
+      request.mutable_image()->set_encoded(std::move(bytes));
+      request.set_max_rank(max_rank);
+      request.set_id(items[i].id);
+      auto result = servers.call(request.id(), [&](const Client& client) { return client.decompose(request); });
       outcome.elapsed_ms = elapsed_ms_since(start);
       if (result) {
         outcome.response = std::move(result).value();

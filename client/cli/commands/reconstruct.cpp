@@ -64,7 +64,8 @@ int run_reconstruct(CommandContext& context, const ParsedArgs& args) {
   request.set_format(choose_output_format(args.value("format"), out));
   request.set_jpeg_quality(jpeg_quality_from(args, request.format()));
 
-  const auto result = context.client().reconstruct(request);
+  const auto result =
+      context.servers().call(request.id(), [&](const Client& client) { return client.reconstruct(request); });
   if (!result) return report_error(context.err(), result.status());
   const auto& response = *result;
   return write_and_print(context, out,
@@ -90,7 +91,7 @@ int run_compress(CommandContext& context, const ParsedArgs& args) {
     return report_error(context.err(), error.what());
   }
 
-  const auto result = context.client().compress(request);
+  const auto result = context.servers().call({}, [&](const Client& client) { return client.compress(request); });
   if (!result) return report_error(context.err(), result.status());
   const auto& response = *result;
   return write_and_print(context, out,

@@ -117,7 +117,7 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
     }
   }
 
-  const Client& client = context.client();
+  const ServerSet& servers = context.servers();
   const std::size_t stream_count = (outputs.size() + kRequestsPerStream - 1) / kRequestsPerStream;
   std::size_t files_written = 0;
   std::mutex files_mutex;  // Guards files_written.
@@ -143,27 +143,32 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
         requests[j].set_format(format);
         requests[j].set_jpeg_quality(jpeg_quality);
       }
+      // A stream goes where its first image does; made once more after UNAVAILABLE, it resumes
+      // after the last answered request.
       std::size_t answered = 0;
-      const auto status = client.reconstruct_stream(
-          requests, [&](std::size_t j, v1::ReconstructStreamResponse& response) {
-            OutputItem& output = outputs[first + j];
-            answered = j + 1;
-            if (const grpc::Status item = item_status(response.status()); !item.ok()) {
-              output.error = format_status(item);
-              tally.failed(item.error_code());
-            } else {
-              try {
-                write_output_image(output.file, format, response.result().shape(),
-                                   response.result().pixels());
-                output.ok = true;
-                output.relative_error = response.result().relative_error();
-              } catch (const std::runtime_error& write_error) {
-                output.error = write_error.what();
-                tally.failed_locally();
+      const auto status = servers.call(requests.front().id(), [&](const Client& client) {
+        const std::size_t resumed = answered;
+        return client.reconstruct_stream(
+            std::span(requests).subspan(resumed), [&](std::size_t j, v1::ReconstructStreamResponse& response) {
+              OutputItem& output = outputs[first + resumed + j];
+              answered = resumed + j + 1;
+              if (const grpc::Status item = item_status(response.status()); !item.ok()) {
+                output.error = format_status(item);
+                tally.failed(item.error_code());
+              } else {
+                try {
+                  write_output_image(output.file, format, response.result().shape(),
+                                     response.result().pixels());
+                  output.ok = true;
+                  output.relative_error = response.result().relative_error();
+                } catch (const std::runtime_error& write_error) {
+                  output.error = write_error.what();
+                  tally.failed_locally();
+                }
               }
-            }
-            finish_item(output);
-          });
+              finish_item(output);
+            });
+      });
       // Whatever the stream did not answer failed with the stream's status.
       for (std::size_t j = answered; j < count; ++j) {
         OutputItem& output = outputs[first + j];

@@ -9,7 +9,7 @@ namespace svdserve::cli {
 namespace {
 
 int run_stats(CommandContext& context, const ParsedArgs&) {
-  const auto result = context.client().stats();
+  const auto result = context.servers().call({}, [](const Client& client) { return client.stats(); });
   if (const auto done = error_or_json(context, result)) return *done;
   const auto& stats = *result;
   auto& out = context.out();
@@ -50,7 +50,7 @@ int run_stats(CommandContext& context, const ParsedArgs&) {
 }
 
 int run_server_info(CommandContext& context, const ParsedArgs&) {
-  const auto result = context.client().server_info();
+  const auto result = context.servers().call({}, [](const Client& client) { return client.server_info(); });
   if (const auto done = error_or_json(context, result)) return *done;
   const auto& info = *result;
   const auto& limits = info.limits();
@@ -79,7 +79,7 @@ int run_server_info(CommandContext& context, const ParsedArgs&) {
 // Exit 0 only when SERVING: this is what a container HEALTHCHECK runs.
 int run_health(CommandContext& context, const ParsedArgs& args) {
   const std::string service = args.value_or("service", "");
-  const auto result = context.client().health(service);
+  const auto result = context.servers().call({}, [&](const Client& client) { return client.health(service); });
   if (!result) return report_error(context.err(), result.status());
   const auto status = *result;
   if (context.json()) {
@@ -96,7 +96,9 @@ int run_profile(CommandContext& context, const ParsedArgs& args) {
   const auto& action = args.positionals().front();
   if (action != "start" && action != "stop") throw UsageError("profile expects start or stop");
   const bool start = action == "start";
-  const auto status = start ? context.client().start_profiling() : context.client().stop_profiling();
+  const auto status = context.servers().call({}, [&](const Client& client) {
+    return start ? client.start_profiling() : client.stop_profiling();
+  });
   if (!status.ok()) return report_error(context.err(), status);
   if (context.json()) {
     context.out() << "{\"profiling\": " << (start ? "true" : "false") << "}\n";

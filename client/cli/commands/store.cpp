@@ -46,8 +46,12 @@ int run_list(CommandContext& context, const ParsedArgs& args) {
   std::size_t id_width = 2;
   std::size_t images = 0;
   auto& out = context.out();
+  // Every page from one server: replicas hold different images, and a page token is one
+  // server's place in its own list.
+  const ServerSet& servers = context.servers();
+  const Client& lister = servers.client(servers.order_for({}).front());
   do {
-    auto page = context.client().list_images(args.has("all"), 0, page_token);
+    auto page = lister.list_images(args.has("all"), 0, page_token);
     if (!page) return report_error(context.err(), page.status());
     page_token = page->next_page_token();
     gathered.set_bytes_resident(page->bytes_resident());
@@ -81,7 +85,9 @@ int run_list(CommandContext& context, const ParsedArgs& args) {
 
 int run_info(CommandContext& context, const ParsedArgs& args) {
   const bool with_values = args.has("singular-values");
-  const auto result = context.client().get_image(args.positionals().front(), with_values);
+  const auto& id = args.positionals().front();
+  const auto result =
+      context.servers().call(id, [&](const Client& client) { return client.get_image(id, with_values); });
   if (const auto done = error_or_json(context, result)) return *done;
   const auto& info = result->info();
   auto& out = context.out();
@@ -102,7 +108,7 @@ int run_info(CommandContext& context, const ParsedArgs& args) {
 
 int run_delete(CommandContext& context, const ParsedArgs& args) {
   const auto& id = args.positionals().front();
-  const auto result = context.client().delete_image(id);
+  const auto result = context.servers().call(id, [&](const Client& client) { return client.delete_image(id); });
   if (!result) return report_error(context.err(), result.status());
   if (context.json()) {
     print_json(context.out(), *result);
@@ -113,8 +119,9 @@ int run_delete(CommandContext& context, const ParsedArgs& args) {
 }
 
 int run_load_dir(CommandContext& context, const ParsedArgs& args) {
-  const auto result = context.client().load_directory(args.positionals().front(), max_rank_from(args),
-                                                      args.has("recursive"));
+  const auto result = context.servers().call({}, [&](const Client& client) {
+    return client.load_directory(args.positionals().front(), max_rank_from(args), args.has("recursive"));
+  });
   if (!result) return report_error(context.err(), result.status());
   const bool any_failed = result->failed() > 0;
   if (context.json()) {

@@ -82,6 +82,8 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"--key", "client.key", "health"},
       {"health", "--tls", "--ca"},                                      // No FILE.
       {"--ca=", "health"},
+      {"--server", "a:1,", "health"},                                   // An empty address.
+      {"bench", "--id", "x", "--server", "a:1,b:2"},                   // bench measures one.
   };
   for (const auto& args : bad) {
     auto with_server = args;
