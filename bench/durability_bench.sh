@@ -8,6 +8,7 @@
 #
 # Usage: bench/durability_bench.sh [BUILD_DIR (build)] [OUT_DIR (durability-bench-out)]
 # Env: DURABILITY_IMAGE (tests/data/images/baboon.jpg), DURABILITY_CONCURRENCY (8),
+# DURABILITY_PERSIST_THREADS (the servers' --persist-threads; default the config's),
 # DURABILITY_DURATION seconds (10), DURABILITY_BACKEND (auto), DURABILITY_DATA_DIR (a folder
 # below OUT_DIR; put it on the disk to measure), SVDSERVE_PORT (50063).
 set -euo pipefail
@@ -21,6 +22,8 @@ duration="${DURABILITY_DURATION:-10}"
 backend="${DURABILITY_BACKEND:-auto}"
 data_dir="${DURABILITY_DATA_DIR:-$out/data}"
 port="${SVDSERVE_PORT:-50063}"
+persist=()
+if [ -n "${DURABILITY_PERSIST_THREADS:-}" ]; then persist=(--persist-threads "$DURABILITY_PERSIST_THREADS"); fi
 cli=("$build/client/svdserve-cli" --server "127.0.0.1:$port")
 mkdir -p "$out"
 
@@ -45,12 +48,11 @@ trap stop_server EXIT
 
 for mode in none async sync; do
   rm -rf "$data_dir"
-  start_server --durability "$mode" --data-dir "$data_dir"
+  start_server --durability "$mode" --data-dir "$data_dir" "${persist[@]}"
   echo "== durability $mode"
   "${cli[@]}" bench --op decompose --image "$image" --max-rank 64 --concurrency "$concurrency" \
     --duration "$duration" --warmup 16 --json "$out/durability_$mode.json"
   stop_server
-  du -sb "$data_dir" 2>/dev/null | awk '{printf "data folder: %.1f MB\n", $1 / 1e6}' || true
 done
 rm -rf "$data_dir"
 

@@ -104,6 +104,7 @@ const std::map<std::string, Setter>& setters() {
          c.set_durability(v == "sync" ? v1::DURABILITY_SYNC
                           : v == "async" ? v1::DURABILITY_ASYNC : v1::DURABILITY_NONE);
        }},
+      {"persist-threads", [](auto& c, auto& f, auto& v) { c.set_persist_threads(static_cast<uint32_t>(parse_number(f, v))); }},
       {"redis-address", [](auto& c, auto&, auto& v) { c.set_redis_address(v); }},
       {"redis-password-file", [](auto& c, auto&, auto& v) { c.set_redis_password_file(v); }},
   };
@@ -192,6 +193,7 @@ usage: svdserve [--config FILE] [flags]
   --data-dir DIR            the folder factors are kept in (default ./svdserve-data)
   --durability MODE         sync (answer a Decompose once its factors are on disk; default),
                             async (write behind; a crash loses what was queued) or none
+  --persist-threads N       threads writing factors to the repository (default 16)
   --redis-address ADDRESS   the Redis repository: host:port or unix:/path (default
                             127.0.0.1:6379; docs/REDIS.md)
   --redis-password-file FILE  its AUTH password, the file's first line (never logged)

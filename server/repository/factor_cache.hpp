@@ -29,7 +29,7 @@ enum class Durability { sync, async, none };
 
 struct FactorCacheOptions {
   Durability durability = Durability::sync;
-  unsigned writer_threads = 2;
+  unsigned writer_threads = 16;
   std::size_t write_queue_capacity = 256;
 };
 
