@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "kernels/errors.hpp"
+#include "server/runtime/unix_time.hpp"
 #include "kernels/trace.hpp"
 #include "server/process/backend_selection.hpp"
 #include "server/process/exposure.hpp"
@@ -25,12 +26,6 @@ constexpr const char* kServiceName = "svdserve.v1.SvdServe";
 // After the drain timeout: time for cancelled calls to end and threads to be joined before the
 // shutdown gives up waiting for them.
 constexpr std::chrono::milliseconds kExitMargin(1000);
-
-int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 PipelineOptions pipeline_options(const v1::ServerConfig& c) {
   PipelineOptions options;

@@ -6,17 +6,12 @@
 #include <vector>
 
 #include "kernels/errors.hpp"
+#include "server/runtime/unix_time.hpp"
 #include "server/repository/factor_codec.hpp"
 #include "server/runtime/logger.hpp"
 
 namespace svdserve {
 namespace {
-
-int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 NotFound unknown_image(const std::string& id) {
   return NotFound("no image with id '" + id + "'; decompose it first (ListImages shows ids)");

@@ -4,15 +4,10 @@
 #include <chrono>
 
 #include "kernels/errors.hpp"
+#include "server/runtime/unix_time.hpp"
 
 namespace svdserve {
 namespace {
-
-int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string mib(std::size_t bytes) {
   return std::to_string(bytes / (1024 * 1024)) + " MiB";

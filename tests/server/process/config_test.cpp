@@ -496,6 +496,33 @@ TEST(Config, PartialFileGetsDefaultsForTheRest) {
   EXPECT_NO_THROW(validate(config));
 }
 
+// Persistence (51-55): on by default, in a folder, answered after the write.
+
+TEST(PersistenceConfig, DefaultsKeepEveryAnsweredUploadInAFolder) {
+  const v1::ServerConfig config = defaults();
+  EXPECT_EQ(config.repository(), v1::REPOSITORY_KIND_DIRECTORY);
+  EXPECT_EQ(config.durability(), v1::DURABILITY_SYNC);
+  EXPECT_EQ(config.data_dir(), "svdserve-data");
+  EXPECT_EQ(config.persist_threads(), 16u);
+  EXPECT_EQ(config.persist_queue_capacity(), 256u);
+  EXPECT_NO_THROW(validate(config));
+}
+
+TEST(PersistenceConfig, ChosenModesStayAndBadSizesAreNamed) {
+  v1::ServerConfig config;
+  config.set_durability(v1::DURABILITY_NONE);
+  config.set_data_dir("/var/lib/svdserve");
+  apply_defaults(config);
+  EXPECT_EQ(config.durability(), v1::DURABILITY_NONE);
+  EXPECT_EQ(config.data_dir(), "/var/lib/svdserve");
+  config.set_persist_threads(65);
+  EXPECT_NE(validation_message(config).find("persist_threads must be 1..64"), std::string::npos);
+  config.set_persist_threads(8);
+  config.set_persist_queue_capacity(4);
+  EXPECT_NE(validation_message(config).find("persist_queue_capacity must be at least"),
+            std::string::npos);
+}
+
 // The Redis repository's fields (60-65).
 
 TEST(RedisConfig, DefaultsAreLoopbackAndValidate) {

@@ -235,6 +235,20 @@ TEST(Flags, UsageMentionsEveryFlag) {
   }
 }
 
+TEST(Flags, PersistenceFlagsReachTheConfigAndTheUsage) {
+  v1::ServerConfig config;
+  apply_overrides(parse({"--data-dir", "/data/factors", "--durability=async",
+                         "--persist-threads", "4"}),
+                  config);
+  EXPECT_EQ(config.data_dir(), "/data/factors");
+  EXPECT_EQ(config.durability(), v1::DURABILITY_ASYNC);
+  EXPECT_EQ(config.persist_threads(), 4u);
+  EXPECT_THROW(apply_overrides(parse({"--durability", "later"}), config), InvalidArgument);
+  for (const char* flag : {"--data-dir", "--durability", "--persist-threads"}) {
+    EXPECT_NE(usage().find(flag), std::string::npos) << flag;
+  }
+}
+
 TEST(Flags, RedisFlagsReachTheConfigAndTheUsage) {
   v1::ServerConfig config;
   apply_overrides(parse({"--redis-address", "unix:/run/redis/redis.sock",
