@@ -117,6 +117,15 @@ TEST_F(PersistenceTest, DeletedImageStaysDeletedAndEvictedOneComesBack) {
     ASSERT_TRUE(info.ok());
     EXPECT_EQ(info->info().state(), v1::IMAGE_STATE_STORED);  // evicted from memory, kept
     EXPECT_FALSE(pixels_of(server.client(), "first").empty());
+    // Three writes, one miss that loaded "first" from the folder, the bytes both ways.
+    const std::string metrics = server.metrics();
+    EXPECT_EQ(metric_sample(metrics, "svdserve_repository_writes_total{outcome=\"ok\"}"), 3)
+        << metrics;
+    EXPECT_EQ(metric_sample(metrics, "svdserve_factor_cache_lookups_total{result=\"miss\"}"), 1);
+    EXPECT_EQ(metric_sample(metrics, "svdserve_repository_loads_total{outcome=\"ok\"}"), 1);
+    EXPECT_GT(metric_sample(metrics, "svdserve_repository_bytes_total{direction=\"read\"}"),
+              295'000);  // one 512x512 RGB entry at rank 24
+    EXPECT_GT(metric_sample(metrics, "svdserve_repository_load_seconds"), 0);
     ASSERT_TRUE(server.client().delete_image("second").ok());
     EXPECT_EQ(server.stop().exit_code, 0);
   }
