@@ -115,10 +115,10 @@ std::shared_ptr<const Factors> FactorCache::load(const std::string& id) {
   {
     std::lock_guard lock(loading_mutex_);
     if (const auto it = loading_.find(id); it != loading_.end()) {
-      result = it->second;
+      result = it->second.result;
     } else {
       result = promise.get_future().share();
-      loading_.emplace(id, result);
+      loading_.emplace(id, Loading{.result = result});
       loads_it = true;
     }
   }
@@ -145,6 +145,7 @@ std::shared_ptr<const Factors> FactorCache::load(const std::string& id) {
     std::shared_ptr<const Factors> factors = backend_.from_host(entry.factors);
     (void)store_.insert(id, factors);
     store_.mark_stored(id);
+    if (deleted_while_loading(id)) throw unknown_image(id);
     ++loads_;
     load_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                           std::chrono::steady_clock::now() - start)
@@ -159,6 +160,20 @@ std::shared_ptr<const Factors> FactorCache::load(const std::string& id) {
     loading_.erase(id);
   }
   return result.get();
+}
+
+bool FactorCache::deleted_while_loading(const std::string& id) {
+  {
+    std::lock_guard lock(loading_mutex_);
+    const auto it = loading_.find(id);
+    if (it == loading_.end() || !it->second.deleted) return false;
+  }
+  // The delete came after this load read the entry: what it put in memory must go too.
+  try {
+    (void)store_.erase(id);
+  } catch (const NotFound&) {
+  }
+  return true;
 }
 
 void FactorCache::write(const std::string& id, const std::shared_ptr<const Factors>& factors) {
@@ -210,6 +225,10 @@ void FactorCache::persist(const std::string& id, std::shared_ptr<const Factors> 
 }
 
 std::size_t FactorCache::erase(const std::string& id) {
+  {
+    std::lock_guard lock(loading_mutex_);
+    if (const auto it = loading_.find(id); it != loading_.end()) it->second.deleted = true;
+  }
   std::size_t freed = 0;
   bool found = false;
   try {

@@ -94,6 +94,8 @@ class FactorCache {
 
  private:
   [[nodiscard]] std::shared_ptr<const Factors> load(const std::string& id);
+  // After a load put id in memory: whether a delete came meanwhile (then it is taken out again).
+  bool deleted_while_loading(const std::string& id);
   // The intact headers of every entry; counts (and logs) the others.
   void scan_into(std::vector<EntryHead>& heads, std::size_t& skipped);
   void write(const std::string& id, const std::shared_ptr<const Factors>& factors);
@@ -103,9 +105,14 @@ class FactorCache {
   const std::unique_ptr<FactorRepository> repository_;
   const FactorCacheOptions options_;
 
+  // A load in progress: later callers of the id wait on its result; a delete of the id meanwhile
+  // marks it, and the load takes back what it put in memory instead of answering with it.
+  struct Loading {
+    std::shared_future<std::shared_ptr<const Factors>> result;
+    bool deleted = false;
+  };
   std::mutex loading_mutex_;
-  // Loads in progress, by id: later callers wait on the first one's.
-  std::map<std::string, std::shared_future<std::shared_ptr<const Factors>>> loading_;
+  std::map<std::string, Loading> loading_;  // guarded by loading_mutex_
 
   std::atomic<uint64_t> hits_{0}, misses_{0}, loads_{0}, load_failures_{0}, corrupt_{0};
   std::atomic<uint64_t> writes_{0}, write_failures_{0}, bytes_read_{0}, bytes_written_{0};

@@ -64,8 +64,11 @@ class FactorCacheTest : public ::testing::Test {
   // Persists and waits for the answer.
   static void persist(CacheOverFolder& stack, const std::string& id,
                       std::shared_ptr<const Factors> factors) {
-    (void)stack.store.insert(id, factors);
-    FactorCache& cache = stack.cache;
+    persist_into(stack.store, stack.cache, id, std::move(factors));
+  }
+  static void persist_into(FactorStore& store, FactorCache& cache, const std::string& id,
+                           std::shared_ptr<const Factors> factors) {
+    (void)store.insert(id, factors);
     std::promise<void> answered;
     cache.persist(id, std::move(factors), [&](std::exception_ptr error) {
       if (error) {
@@ -187,6 +190,46 @@ TEST_F(FactorCacheTest, AsyncAnswersAtOnceAndCloseFinishesTheWrites) {
   }
   EXPECT_EQ(stack.cache.counters().writes, 8u);
   EXPECT_EQ(stack.cache.counters().writes_queued, 0u);
+}
+
+// The folder repository, but a get holds its bytes until the test lets it go on: a delete can
+// then come between the read of an entry and its arrival in memory.
+class HeldGets final : public FactorRepository {
+ public:
+  explicit HeldGets(const std::filesystem::path& folder) : folder_(folder) {}
+  std::string describe() const override { return folder_.describe(); }
+  void put(const std::string& id, std::string_view encoded) override { folder_.put(id, encoded); }
+  std::optional<std::string> get(const std::string& id) override {
+    auto bytes = folder_.get(id);
+    read_.set_value();
+    go_on_.get_future().wait();
+    return bytes;
+  }
+  bool erase(const std::string& id) override { return folder_.erase(id); }
+  void scan(std::size_t head_bytes,
+            const std::function<void(const RepositoryEntryHead&)>& visit) override {
+    folder_.scan(head_bytes, visit);
+  }
+  std::promise<void> read_, go_on_;
+
+ private:
+  DirectoryRepository folder_;
+};
+
+TEST_F(FactorCacheTest, ADeleteDuringALoadLeavesNothingInMemory) {
+  FactorStore store(limits_of(budget_for(1)));
+  auto held = std::make_unique<HeldGets>(folder_.path());
+  HeldGets& gets = *held;
+  FactorCache cache(store, *backend_, std::move(held), FactorCacheOptions{});
+  persist_into(store, cache, "deleted", decompose(1));
+  persist_into(store, cache, "other", decompose(2));  // "deleted" leaves memory
+  auto loading = std::async(std::launch::async, [&] { return cache.find("deleted"); });
+  gets.read_.get_future().wait();  // the entry is read, not yet in memory
+  EXPECT_EQ(cache.erase("deleted"), 0u);
+  gets.go_on_.set_value();
+  EXPECT_THROW((void)loading.get(), NotFound);
+  EXPECT_FALSE(store.info("deleted").has_value());
+  EXPECT_EQ(store.peek("deleted"), nullptr);
 }
 
 TEST_F(FactorCacheTest, ManyCallersOfOneMissingImageShareOneLoad) {
