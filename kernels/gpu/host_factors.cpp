@@ -1,6 +1,8 @@
 #include "kernels/gpu/host_factors.hpp"
 
 #include <cmath>
+#include <limits>
+#include <new>
 #include <vector>
 
 #include "kernels/gpu/common/cuda_check.hpp"
@@ -15,7 +17,7 @@ std::size_t canonical_floats(const ImageShape& shape, uint32_t rank) {
 
 }  // namespace
 
-HostFactors to_host(const GpuFactors& factors, StreamView stream) {
+HostFactors to_host(const GpuFactors& factors, StreamView stream) try {
   const ImageShape& shape = factors.shape();
   const uint32_t rank = factors.rank_kept();
   std::vector<float> canonical(canonical_floats(shape, rank));
@@ -39,19 +41,22 @@ HostFactors to_host(const GpuFactors& factors, StreamView stream) {
     std::vector<float>& u = host.u[c];
     u.resize(h * rank);
     for (std::size_t k = 0; k < rank; ++k) {
-      // A zero singular value leaves its column of US zero: U's column does not matter there.
-      const float scale = s[k] != 0.0f ? 1.0f / s[k] : 0.0f;
+      // A zero (or subnormal, whose inverse overflows) singular value leaves its column of US
+      // zero or nearly: U's column does not matter there.
+      const float scale = std::abs(s[k]) >= std::numeric_limits<float>::min() ? 1.0f / s[k] : 0.0f;
       for (std::size_t i = 0; i < h; ++i) u[i * rank + k] = us[k * h + i] * scale;
     }
     host.vt[c].assign(v + c * w * rank, v + (c + 1) * w * rank);
   }
   return host;
+} catch (const std::bad_alloc&) {
+  throw ResourceExhausted("not enough host memory to copy an image's factors from the GPU");
 }
 
 std::shared_ptr<const GpuFactors> gpu_factors_from_host(const HostFactors& host,
                                                         DeviceMemoryPool& pool,
                                                         bool with_wgmma_operands,
-                                                        StreamView stream) {
+                                                        StreamView stream) try {
   const ImageShape& shape = host.shape;
   const uint32_t rank = host.rank_kept;
   const std::size_t h = shape.height;
@@ -78,6 +83,8 @@ std::shared_ptr<const GpuFactors> gpu_factors_from_host(const HostFactors& host,
   stream.synchronize();
   return std::make_shared<const GpuFactors>(shape, rank, host.singular_values, host.energy,
                                             std::move(memory), exponent.has_value());
+} catch (const std::bad_alloc&) {
+  throw ResourceExhausted("not enough host memory to load an image's factors to the GPU");
 }
 
 }  // namespace svdserve::gpu

@@ -86,15 +86,24 @@ grpc::ServerUnaryReactor* SvdService::LoadDirectory(grpc::CallbackServerContext*
             job->image_id = images.stored_id(result->id());
             job->max_rank = max_rank;
             job->wait_for_room = true;
-            job->on_done = [&progress, &images, result](Job& done, std::exception_ptr error) {
-              fill_status(to_status(images.in_client_terms(error, result->id())),
-                          result->mutable_status());
+            job->on_done = [&progress, &images, result, &cache = context_.cache](
+                               Job& done, std::exception_ptr error) {
               if (!error) {
                 fill_shape(done.factors->shape(), result->mutable_shape());
                 result->set_rank_kept(done.factors->rank_kept());
               }
-              std::lock_guard done_lock(progress.mutex);
-              if (--progress.remaining == 0) progress.all_done.notify_all();
+              // As a Decompose: the file's result is OK once the repository has its factors.
+              const auto finish = [&progress, &images, result](std::exception_ptr failure) {
+                fill_status(to_status(images.in_client_terms(failure, result->id())),
+                            result->mutable_status());
+                std::lock_guard done_lock(progress.mutex);
+                if (--progress.remaining == 0) progress.all_done.notify_all();
+              };
+              if (error) {
+                finish(error);
+              } else {
+                cache.persist(done.image_id, done.factors, finish);
+              }
             };
             context_.pipeline.submit(std::move(job));
           }

@@ -348,6 +348,12 @@ grpc::ServerUnaryReactor* SvdService::GetImage(grpc::CallbackServerContext* ctx,
           try {
             factors = context_.cache.find(stored_id);
           } catch (const NotFound&) {
+          } catch (const Error&) {
+            // The repository cannot answer: what this server knows is still an answer.
+            if (!info) {
+              std::rethrow_exception(
+                  caller.images.in_client_terms(std::current_exception(), request->id()));
+            }
           }
           info = context_.store.info(stored_id);
         }

@@ -142,9 +142,9 @@ std::shared_ptr<const Factors> FactorCache::load(const std::string& id) {
                      "' are damaged and were not loaded; decompose it again");
     }
     encoded.reset();
-    std::shared_ptr<const Factors> factors = backend_.from_host(entry.factors);
-    (void)store_.insert(id, factors);
-    store_.mark_stored(id);
+    // A Decompose of the id meanwhile is newer than the entry read here: it stays.
+    std::shared_ptr<const Factors> factors =
+        store_.insert_loaded(id, backend_.from_host(entry.factors));
     if (deleted_while_loading(id)) throw unknown_image(id);
     ++loads_;
     load_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -181,7 +181,18 @@ void FactorCache::write(const std::string& id, const std::shared_ptr<const Facto
   repository_->put(id, encoded);
   ++writes_;
   bytes_written_ += encoded.size();
-  store_.mark_stored(id);
+  if (!store_.mark_stored(id, factors.get())) {
+    // Evicted and forgotten while it was written: listed again, as the repository has it. A
+    // delete of the id queued behind this write unlists it again (erase()).
+    store_.remember_stored(StoredImageInfo{.id = id,
+                                           .shape = factors->shape(),
+                                           .rank_kept = factors->rank_kept(),
+                                           .bytes = 0,
+                                           .resident = false,
+                                           .stored = true,
+                                           .created_unix_ms = now_unix_ms(),
+                                           .last_used_unix_ms = now_unix_ms()});
+  }
 }
 
 void FactorCache::persist(const std::string& id, std::shared_ptr<const Factors> factors,
@@ -224,11 +235,13 @@ void FactorCache::persist(const std::string& id, std::shared_ptr<const Factors> 
   });
 }
 
+void FactorCache::mark_deleted_if_loading(const std::string& id) {
+  std::lock_guard lock(loading_mutex_);
+  if (const auto it = loading_.find(id); it != loading_.end()) it->second.deleted = true;
+}
+
 std::size_t FactorCache::erase(const std::string& id) {
-  {
-    std::lock_guard lock(loading_mutex_);
-    if (const auto it = loading_.find(id); it != loading_.end()) it->second.deleted = true;
-  }
+  mark_deleted_if_loading(id);
   std::size_t freed = 0;
   bool found = false;
   try {
@@ -248,6 +261,13 @@ std::size_t FactorCache::erase(const std::string& id) {
       }
     });
     found = erased.get_future().get() || found;
+    // A load that started while the delete waited for its lane may have read the entry before it
+    // went: marked again and taken out of memory again, whichever of the two comes second.
+    mark_deleted_if_loading(id);
+    try {
+      freed += store_.erase(id);
+    } catch (const NotFound&) {
+    }
   }
   if (!found) throw NotFound("no image with id '" + id + "'");
   return freed;

@@ -96,6 +96,7 @@ class FactorCache {
   [[nodiscard]] std::shared_ptr<const Factors> load(const std::string& id);
   // After a load put id in memory: whether a delete came meanwhile (then it is taken out again).
   bool deleted_while_loading(const std::string& id);
+  void mark_deleted_if_loading(const std::string& id);
   // The intact headers of every entry; counts (and logs) the others.
   void scan_into(std::vector<EntryHead>& heads, std::size_t& skipped);
   void write(const std::string& id, const std::shared_ptr<const Factors>& factors);

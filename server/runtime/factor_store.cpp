@@ -22,18 +22,38 @@ std::size_t FactorStore::counted_bytes(std::string_view id, const Factors& facto
          limits_.entry_cost.bytes_per_id_byte * id.size();
 }
 
+void FactorStore::check_fits_budget(const std::string& id, std::size_t bytes) const {
+  if (bytes > limits_.budget_bytes) {
+    throw ResourceExhausted("image '" + id + "' needs " + std::to_string(bytes) +
+                            " bytes (factors and entry), more than the whole memory budget of " +
+                            std::to_string(limits_.budget_bytes) +
+                            " bytes; ask for a smaller max_rank or raise memory_budget_bytes");
+  }
+}
+
 std::vector<std::string> FactorStore::insert(const std::string& id,
                                              std::shared_ptr<const Factors> factors) {
   const std::size_t bytes = counted_bytes(id, *factors);
-  const std::size_t budget = limits_.budget_bytes;
-  if (bytes > budget) {
-    throw ResourceExhausted("image '" + id + "' needs " + std::to_string(bytes) +
-                            " bytes (factors and entry), more than the whole memory budget of " +
-                            std::to_string(budget) +
-                            " bytes; ask for a smaller max_rank or raise memory_budget_bytes");
-  }
-  std::vector<std::string> evicted_ids;
+  check_fits_budget(id, bytes);
   std::lock_guard lock(mutex_);
+  return insert_locked(id, std::move(factors), bytes, false);
+}
+
+std::shared_ptr<const Factors> FactorStore::insert_loaded(const std::string& id,
+                                                          std::shared_ptr<const Factors> factors) {
+  const std::size_t bytes = counted_bytes(id, *factors);
+  check_fits_budget(id, bytes);
+  std::lock_guard lock(mutex_);
+  if (auto it = resident_.find(id); it != resident_.end()) return it->second.factors;
+  (void)insert_locked(id, factors, bytes, true);
+  return factors;
+}
+
+std::vector<std::string> FactorStore::insert_locked(const std::string& id,
+                                                    std::shared_ptr<const Factors> factors,
+                                                    std::size_t bytes, bool stored) {
+  const std::size_t budget = limits_.budget_bytes;
+  std::vector<std::string> evicted_ids;
   // Replacing an id frees the old factors first.
   const auto existing = resident_.find(id);
   const bool replaces = existing != resident_.end();
@@ -72,6 +92,7 @@ std::vector<std::string> FactorStore::insert(const std::string& id,
                        .rank_kept = factors->rank_kept(),
                        .bytes = bytes,
                        .resident = true,
+                       .stored = stored,
                        .created_unix_ms = now,
                        .last_used_unix_ms = now};
   const auto [it, inserted] = resident_.emplace(id, Entry{std::move(info), std::move(factors), {}});
@@ -202,14 +223,18 @@ void FactorStore::evict_one_locked() {
   remember_evicted_locked(std::move(info));
 }
 
-void FactorStore::mark_stored(const std::string& id) {
+bool FactorStore::mark_stored(const std::string& id, const Factors* written) {
   std::lock_guard lock(mutex_);
   if (auto resident = resident_.find(id); resident != resident_.end()) {
-    resident->second.info.stored = true;
-  } else if (auto evicted = evicted_.find(id); evicted != evicted_.end() && !evicted->second.stored) {
-    evicted->second.stored = true;
-    evicted_order_.remove(id);
+    if (resident->second.factors.get() == written) resident->second.info.stored = true;
+    return true;
   }
+  if (auto evicted = evicted_.find(id); evicted != evicted_.end()) {
+    if (!evicted->second.stored) evicted_order_.remove(id);
+    evicted->second.stored = true;
+    return true;
+  }
+  return false;
 }
 
 void FactorStore::remember_stored(StoredImageInfo info) {

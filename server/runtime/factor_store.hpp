@@ -89,9 +89,14 @@ class FactorStore {
                                           bool include_evicted,
                                           std::string_view prefix = {}) const;
 
-  // Marks an image the repository holds; an image no longer known (deleted meanwhile) is left
-  // unknown.
-  void mark_stored(const std::string& id);
+  // Marks an image the repository now holds, `written` being the factors that were written: a
+  // resident image only when they are still its factors (not a newer Decompose of the id).
+  // False when the id is not known at all (deleted, or past the evicted history).
+  bool mark_stored(const std::string& id, const Factors* written);
+  // Makes factors loaded from the repository resident (marked stored) unless the id is resident
+  // already (a newer Decompose, or another load): returns the resident factors either way.
+  std::shared_ptr<const Factors> insert_loaded(const std::string& id,
+                                               std::shared_ptr<const Factors> factors);
   // Lists an image the repository holds but memory does not (the index at start); a resident
   // image is marked stored.
   void remember_stored(StoredImageInfo info);
@@ -112,6 +117,11 @@ class FactorStore {
     std::list<const std::string*>::iterator recency;  // position in recency_
   };
 
+  void check_fits_budget(const std::string& id, std::size_t bytes) const;
+  // insert() with mutex_ held and the bytes counted; `stored` marks it as the repository's.
+  std::vector<std::string> insert_locked(const std::string& id,
+                                         std::shared_ptr<const Factors> factors,
+                                         std::size_t bytes, bool stored);
   void evict_one_locked();
   void remember_evicted_locked(StoredImageInfo info);
 

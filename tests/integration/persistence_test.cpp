@@ -17,6 +17,7 @@
 #include "../client/temp_folder.hpp"
 #include "server_fixture.hpp"
 #include "server_process.hpp"
+#include "tests/test_paths.hpp"
 
 namespace svdserve::testing {
 namespace {
@@ -135,6 +136,29 @@ TEST_F(PersistenceTest, DeletedImageStaysDeletedAndEvictedOneComesBack) {
             grpc::StatusCode::NOT_FOUND);
   EXPECT_FALSE(pixels_of(restarted.client(), "first").empty());
   EXPECT_FALSE(pixels_of(restarted.client(), "third").empty());
+}
+
+TEST_F(PersistenceTest, LoadDirectoryIsKeptLikeDecompose) {
+  TempFolder photos("persistence_photos");
+  std::filesystem::copy_file(std::string(svdserve::test::test_images_dir()) + "/home.jpg",
+                             photos.path() / "home.jpg");
+  std::filesystem::copy_file(std::string(svdserve::test::test_images_dir()) + "/fruits.jpg",
+                             photos.path() / "fruits.jpg");
+  v1::ServerConfig with_root = config(data_.path());
+  const std::string root = std::filesystem::canonical(photos.path()).string();
+  with_root.add_load_roots(root);
+  {
+    ServerProcess server(with_root);
+    ASSERT_TRUE(server.serving());
+    const auto loaded = server.client().load_directory(root, kMaxRank);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().error_message();
+    EXPECT_EQ(loaded->loaded(), 2u);
+    server.process().signal(SIGKILL);
+  }
+  ServerProcess restarted(config(data_.path()));
+  ASSERT_TRUE(restarted.serving());
+  EXPECT_FALSE(pixels_of(restarted.client(), "home.jpg").empty());
+  EXPECT_FALSE(pixels_of(restarted.client(), "fruits.jpg").empty());
 }
 
 TEST_F(PersistenceTest, DamagedEntryIsSkippedAtStartAndNeverServed) {

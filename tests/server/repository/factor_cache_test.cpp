@@ -232,6 +232,22 @@ TEST_F(FactorCacheTest, ADeleteDuringALoadLeavesNothingInMemory) {
   EXPECT_EQ(store.peek("deleted"), nullptr);
 }
 
+TEST_F(FactorCacheTest, ALoadNeverReplacesANewerDecomposeOfTheId) {
+  FactorStore store(limits_of(budget_for(2)));
+  auto held = std::make_unique<HeldGets>(folder_.path());
+  HeldGets& gets = *held;
+  FactorCache cache(store, *backend_, std::move(held), FactorCacheOptions{});
+  persist_into(store, cache, "x", decompose(1));
+  (void)store.erase("x");  // only the folder has the first version now
+  auto loading = std::async(std::launch::async, [&] { return cache.find("x"); });
+  gets.read_.get_future().wait();  // the first version is read
+  const auto newer = decompose(2);
+  (void)store.insert("x", newer);  // a Decompose of the id lands meanwhile
+  gets.go_on_.set_value();
+  EXPECT_EQ(loading.get(), newer);
+  EXPECT_EQ(store.peek("x"), newer);
+}
+
 TEST_F(FactorCacheTest, ManyCallersOfOneMissingImageShareOneLoad) {
   CacheOverFolder stack(*backend_, folder_.path(), budget_for(1));
   persist(stack, "shared", decompose(1));
