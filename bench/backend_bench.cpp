@@ -93,7 +93,7 @@ class DecomposeWithoutOperands {
 
  private:
   static constexpr std::size_t kPoolBytes = std::size_t{1} << 30;
-  gpu::StreamContext context_{0};
+  gpu::StreamContext context_{0, 0};
   gpu::DeviceMemoryPool pool_{0, kPoolBytes};
 };
 

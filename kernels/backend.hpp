@@ -57,9 +57,21 @@ struct BackendMetrics {
   std::size_t device_memory_used_bytes = 0;   // factor pool
   std::size_t device_memory_total_bytes = 0;
   std::vector<double> stream_busy_seconds;    // per stream, since start
+  unsigned calls_running = 0;                 // per device of a multi-device backend
   uint64_t svd_matrices = 0;                  // solved by the batched (approximate) solver
   uint64_t svd_matrices_redone = 0;           // failed its residual check, redone exactly
   double svd_identity_error_range[2] = {0, 0};  // best and worst residual-identity error seen
+};
+
+// One device of a backend: the CPU backend and a one-GPU backend have one; the multi-device
+// backend has one per GPU, indexed as Factors::device() indexes them.
+struct DeviceInfo {
+  int ordinal = 0;              // CUDA device ordinal; 0 on the CPU
+  std::string description;
+  std::size_t default_memory_budget_bytes = 0;  // factor-store budget when the config gives none
+  std::size_t numa_node = 0;    // the host NUMA node nearest the device, where the host says
+  bool numa_known = false;
+  bool in_service = true;       // false once the device failed (DeviceFailure)
 };
 
 class Backend {
@@ -147,6 +159,20 @@ class Backend {
   }
 
   [[nodiscard]] virtual BackendMetrics metrics() const { return {}; }
+
+  // The devices, in Factors::device() order, and each one's metrics in the same order.
+  [[nodiscard]] virtual std::vector<DeviceInfo> devices() const {
+    return {DeviceInfo{.ordinal = 0,
+                       .description = device_description(),
+                       .default_memory_budget_bytes = default_memory_budget_bytes()}};
+  }
+  [[nodiscard]] virtual std::vector<BackendMetrics> device_metrics() const { return {metrics()}; }
+
+  // Called (from the thread that saw the failure) once per device taken out of service, with
+  // what failed, so that the server logs it and the factor store drops what that device held:
+  // the images reload elsewhere when used.
+  using DeviceFailureHandler = std::function<void(std::size_t device, const std::string& reason)>;
+  virtual void on_device_failure(DeviceFailureHandler /*handler*/) {}
 
   // Nsight Systems capture windows. The CPU backend throws FailedPrecondition.
   virtual void start_profiling() = 0;

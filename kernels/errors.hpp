@@ -49,4 +49,12 @@ SVDSERVE_DEFINE_ERROR(Unauthenticated, ErrorKind::unauthenticated)
 
 #undef SVDSERVE_DEFINE_ERROR
 
+// A device whose context is lost (a sticky CUDA error, an uncorrectable ECC error): the work on
+// it failed and it can take no more. The multi-device backend takes it out of service and says so
+// to clients; its message names the failed call and stays in the server's log.
+class DeviceFailure : public Error {
+ public:
+  explicit DeviceFailure(const std::string& message) : Error(ErrorKind::unavailable, message) {}
+};
+
 }  // namespace svdserve

@@ -54,6 +54,8 @@ class Factors {
   [[nodiscard]] double energy() const noexcept { return energy_; }
   // Bytes this image holds in the backend's memory (U, S, Vt for every channel).
   [[nodiscard]] virtual std::size_t bytes_resident() const noexcept = 0;
+  // Which device of a multi-device backend holds them (its index there); 0 with one device.
+  [[nodiscard]] virtual std::size_t device() const noexcept { return 0; }
 
  private:
   ImageShape shape_;

@@ -52,7 +52,9 @@ class GpuBackend final : public Backend {
  public:
   explicit GpuBackend(const GpuBackendOptions& options)
       : options_(on_device(options)),
-        streams_(std::max(1u, options.streams)),
+        streams_(std::max(1u, options.streams), options.device),
+        decompose_range_("gpu_decompose device=" + std::to_string(options.device)),
+        reconstruct_range_("gpu_reconstruct_enqueue device=" + std::to_string(options.device)),
         // Where the policy can choose wgmma it reads the factors as wgmma operands: written at
         // decompose, next to the canonical ones (gpu_factors.hpp).
         wgmma_operands_(wants_wgmma_operands(current_reconstruct_arch())) {
@@ -73,6 +75,12 @@ class GpuBackend final : public Backend {
         jpeg_states_.push_back(jpeg_decoder_->make_stream_state());
       }
     }
+    int numa_node = -1;  // -1 where the host has no NUMA, or the driver does not say
+    if (cudaDeviceGetAttribute(&numa_node, cudaDevAttrHostNumaId, options.device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      numa_node = -1;
+    }
+    numa_node_ = numa_node;
     description_ = std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
                    std::to_string(properties.minor) + ", " +
                    std::to_string(properties.multiProcessorCount) + " SMs, " +
@@ -103,7 +111,7 @@ class GpuBackend final : public Backend {
   std::vector<std::shared_ptr<const Factors>> decompose(std::span<const DecodedImage* const> images,
                                                         uint32_t max_rank,
                                                         const StopCheck& stop) override {
-    trace::ScopedRange range("gpu_decompose");
+    trace::ScopedRange range(decompose_range_.c_str());
     if (images.empty()) return {};
     on_device(options_);
     if (max_rank == 0) throw InvalidArgument("max_rank must be at least 1");
@@ -172,7 +180,7 @@ class GpuBackend final : public Backend {
     std::shared_ptr<StreamPool::Lease> lease;
     auto finish = std::make_shared<Completion>(std::move(done));
     try {
-      trace::ScopedRange range("gpu_reconstruct_enqueue");
+      trace::ScopedRange range(reconstruct_range_.c_str());
       on_device(options_);
       lease = std::make_shared<StreamPool::Lease>(streams_.acquire());
       auto staged = std::make_shared<StagedOutputs>(
@@ -210,12 +218,24 @@ class GpuBackend final : public Backend {
   }
 
   [[nodiscard]] BackendMetrics metrics() const override {
-    BackendMetrics metrics{pool_->used_bytes(), total_bytes_, streams_.busy_seconds(),
-                           svd_matrices_.load(), svd_matrices_redone_.load(), {}};
+    BackendMetrics metrics;
+    metrics.device_memory_used_bytes = pool_->used_bytes();
+    metrics.device_memory_total_bytes = total_bytes_;
+    metrics.stream_busy_seconds = streams_.busy_seconds();
+    metrics.svd_matrices = svd_matrices_.load();
+    metrics.svd_matrices_redone = svd_matrices_redone_.load();
     std::lock_guard lock(identity_mutex_);
     metrics.svd_identity_error_range[0] = identity_range_[0];
     metrics.svd_identity_error_range[1] = identity_range_[1];
     return metrics;
+  }
+
+  [[nodiscard]] std::vector<DeviceInfo> devices() const override {
+    return {DeviceInfo{.ordinal = options_.device,
+                       .description = description_,
+                       .default_memory_budget_bytes = budget_bytes_,
+                       .numa_node = static_cast<std::size_t>(std::max(numa_node_, 0)),
+                       .numa_known = numa_node_ >= 0}};
   }
 
   void start_profiling() override { SVDSERVE_CUDA_CHECK(cudaProfilerStart()); }
@@ -234,7 +254,10 @@ class GpuBackend final : public Backend {
 
   GpuBackendOptions options_;
   StreamPool streams_;
+  std::string decompose_range_;    // NVTX range names, with the device
+  std::string reconstruct_range_;
   bool wgmma_operands_;
+  int numa_node_ = -1;
   std::size_t budget_bytes_ = 0;
   std::size_t total_bytes_ = 0;
   std::atomic<uint64_t> svd_matrices_{0};

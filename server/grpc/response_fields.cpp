@@ -36,8 +36,27 @@ void fill_info(const StoredImageInfo& info, v1::ImageInfo* out) {
                  : info.stored ? v1::IMAGE_STATE_STORED
                                : v1::IMAGE_STATE_EVICTED);
   out->set_stored(info.stored);
+  out->set_device(static_cast<uint32_t>(info.device));
   out->set_created_unix_ms(info.created_unix_ms);
   out->set_last_used_unix_ms(info.last_used_unix_ms);
+}
+
+void fill_devices(const std::vector<DeviceSnapshot>& devices,
+                  google::protobuf::RepeatedPtrField<v1::DeviceStatus>* out) {
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    const DeviceSnapshot& device = devices[d];
+    v1::DeviceStatus* status = out->Add();
+    status->set_index(static_cast<uint32_t>(d));
+    status->set_ordinal(device.info.ordinal);
+    status->set_description(device.info.description);
+    status->set_in_service(device.info.in_service);
+    status->set_memory_budget_bytes(device.usage.budget_bytes);
+    status->set_memory_used_bytes(device.usage.bytes);
+    status->set_images_resident(device.usage.images);
+    status->set_calls_running(device.metrics.calls_running);
+    status->set_busy_seconds(device.busy_seconds());
+    status->set_numa_node(device.info.numa_known ? static_cast<int32_t>(device.info.numa_node) : -1);
+  }
 }
 
 void fill_status(const grpc::Status& status, v1::ItemStatus* out) {

@@ -6,6 +6,7 @@
 #include <google/protobuf/repeated_ptr_field.h>
 
 #include "kernels/factors.hpp"
+#include "server/runtime/device_snapshot.hpp"
 #include "server/runtime/factor_store.hpp"
 #include "server/runtime/job.hpp"
 #include "svdserve/v1/svdserve.pb.h"
@@ -17,6 +18,8 @@ void fill_shape(const ImageShape& shape, v1::Shape* out);
 void fill_timings(const Job& job, v1::StageTimings* out);
 void fill_spectra(const Factors& factors, google::protobuf::RepeatedPtrField<v1::Spectrum>* out);
 void fill_info(const StoredImageInfo& info, v1::ImageInfo* out);
+void fill_devices(const std::vector<DeviceSnapshot>& devices,
+                  google::protobuf::RepeatedPtrField<v1::DeviceStatus>* out);
 // A per-item status (ReconstructBatch, ReconstructStream, LoadDirectory).
 void fill_status(const grpc::Status& status, v1::ItemStatus* out);
 // Every field of a reconstruction but the pixels.

@@ -426,6 +426,8 @@ grpc::ServerUnaryReactor* SvdService::GetServerInfo(grpc::CallbackServerContext*
         response->set_memory_used_bytes(context_.store.bytes_resident());
         response->set_listen_address(c.listen_address());
         response->set_started_unix_ms(context_.started_unix_ms);
+        fill_devices(device_snapshots(context_.backend, context_.store),
+                     response->mutable_devices());
         auto* limits = response->mutable_limits();
         limits->set_max_image_width(c.max_image_width());
         limits->set_max_image_height(c.max_image_height());
@@ -456,6 +458,8 @@ grpc::ServerUnaryReactor* SvdService::GetStats(grpc::CallbackServerContext* ctx,
         response->set_bytes_resident(context_.store.bytes_resident());
         response->set_evictions(context_.store.evictions());
         response->set_jobs_in_flight(static_cast<uint32_t>(pipeline.jobs_in_flight()));
+        fill_devices(device_snapshots(context_.backend, context_.store),
+                     response->mutable_devices());
       });
 }
 

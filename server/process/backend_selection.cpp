@@ -1,6 +1,8 @@
 #include "server/process/backend_selection.hpp"
 
 #include "kernels/errors.hpp"
+#include "kernels/multi_device_backend.hpp"
+#include "server/process/gpu_devices.hpp"
 #include "server/runtime/logger.hpp"
 
 #if SVDSERVE_HAVE_CUDA
@@ -12,9 +14,9 @@ namespace svdserve {
 namespace {
 
 #if SVDSERVE_HAVE_CUDA
-std::unique_ptr<Backend> make_gpu(const v1::ServerConfig& config) {
+std::unique_ptr<Backend> make_gpu(const v1::ServerConfig& config, int device) {
   gpu::GpuBackendOptions options;
-  options.device = static_cast<int>(config.gpu_device());
+  options.device = device;
   options.streams = config.gpu_streams();
   options.budget_bytes = config.memory_budget_bytes();
   options.memory_fraction = config.gpu_memory_fraction();
@@ -22,6 +24,26 @@ std::unique_ptr<Backend> make_gpu(const v1::ServerConfig& config) {
                                                              : gpu::SvdMethod::automatic;
   options.decode_jpeg = config.gpu_jpeg() != v1::GPU_JPEG_OFF;
   return gpu::make_gpu_backend(options);
+}
+
+// One device: its backend, as it always was; more: each its own, sharded over.
+std::unique_ptr<Backend> make_gpus(const v1::ServerConfig& config) {
+  const int visible = gpu::cuda_device_count();
+  std::vector<int> ordinals = parse_gpu_devices(config.gpu_devices()).value_or(std::vector<int>{});
+  if (ordinals.empty()) {
+    for (int d = 0; d < visible; ++d) ordinals.push_back(d);
+  }
+  for (int ordinal : ordinals) {
+    if (ordinal >= visible) {
+      throw FailedPrecondition("gpu_devices names device " + std::to_string(ordinal) +
+                               ", but this process sees " + std::to_string(visible) +
+                               " (CUDA ordinals 0.." + std::to_string(visible - 1) + ")");
+    }
+  }
+  if (ordinals.size() == 1) return make_gpu(config, ordinals.front());
+  std::vector<std::unique_ptr<Backend>> devices;
+  for (int ordinal : ordinals) devices.push_back(make_gpu(config, ordinal));
+  return std::make_unique<MultiDeviceBackend>(std::move(devices));
 }
 #endif
 
@@ -32,7 +54,7 @@ std::unique_ptr<Backend> make_backend(const v1::ServerConfig& config) {
 #if SVDSERVE_HAVE_CUDA
   if (want_gpu) {
     if (gpu::cuda_device_available()) {
-      auto backend = make_gpu(config);
+      auto backend = make_gpus(config);
       log().info("backend=gpu device=\"{}\"", backend->device_description());
       return backend;
     }
@@ -58,9 +80,14 @@ std::unique_ptr<Backend> make_backend(const v1::ServerConfig& config) {
   return make_cpu_backend(options);
 }
 
-std::size_t memory_budget_bytes(const v1::ServerConfig& config, const Backend& backend) {
-  return config.memory_budget_bytes() != 0 ? config.memory_budget_bytes()
-                                           : backend.default_memory_budget_bytes();
+std::vector<std::size_t> device_budget_bytes(const v1::ServerConfig& config,
+                                             const Backend& backend) {
+  std::vector<std::size_t> budgets;
+  for (const DeviceInfo& device : backend.devices()) {
+    budgets.push_back(config.memory_budget_bytes() != 0 ? config.memory_budget_bytes()
+                                                        : device.default_memory_budget_bytes);
+  }
+  return budgets;
 }
 
 }  // namespace svdserve

@@ -12,6 +12,7 @@
 
 #include "kernels/errors.hpp"
 #include "server/auth/token_file.hpp"
+#include "server/process/gpu_devices.hpp"
 #include "server/process/listen_address.hpp"
 #include "server/process/logging.hpp"
 #include "server/process/pem_file.hpp"
@@ -159,6 +160,9 @@ void apply_defaults(v1::ServerConfig& c) {
   if (c.log_level().empty()) c.set_log_level("info");
   if (c.gpu_streams() == 0) c.set_gpu_streams(4);
   if (c.gpu_memory_fraction() == 0) c.set_gpu_memory_fraction(0.8);
+  if (c.gpu_devices().empty()) {
+    c.set_gpu_devices(c.gpu_device() != 0 ? std::to_string(c.gpu_device()) : "all");
+  }
   if (c.evicted_history() == 0) c.set_evicted_history(1024);
   if (c.metrics_host().empty()) c.set_metrics_host("127.0.0.1");  // this host only
   if (c.max_images() == 0) c.set_max_images(1'000'000);
@@ -212,6 +216,11 @@ void validate(const v1::ServerConfig& c) {
           "max_image_bytes must not exceed max_message_bytes (the image travels in one message)");
   require(c.max_message_bytes() <= 2047 * kMiB, "max_message_bytes must be under 2 GiB (gRPC)");
   require(c.gpu_streams() <= 64, "gpu_streams must be 1..64");
+  try {
+    (void)parse_gpu_devices(c.gpu_devices());
+  } catch (const InvalidArgument& e) {
+    problems.push_back(e.what());
+  }
   require(c.gpu_memory_fraction() > 0 && c.gpu_memory_fraction() <= 0.95,
           "gpu_memory_fraction must be in (0, 0.95]");
   require(c.metrics_port() <= 65535, "metrics_port must be 0..65535");

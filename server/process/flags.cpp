@@ -67,6 +67,7 @@ const std::map<std::string, Setter>& setters() {
       {"metrics-port", [](auto& c, auto& f, auto& v) { c.set_metrics_port(static_cast<uint32_t>(parse_number(f, v))); }},
       {"metrics-host", [](auto& c, auto&, auto& v) { c.set_metrics_host(v); }},
       {"gpu-streams", [](auto& c, auto& f, auto& v) { c.set_gpu_streams(static_cast<uint32_t>(parse_number(f, v))); }},
+      {"gpu-devices", [](auto& c, auto&, auto& v) { c.set_gpu_devices(v); }},
       {"cpu-svd", [](auto& c, auto& f, auto& v) {
          if (v != "automatic" && v != "exact") {
            throw InvalidArgument("--" + f + " must be automatic or exact, got '" + v + "'");
@@ -172,7 +173,8 @@ usage: svdserve [--config FILE] [flags]
   --memory-budget-mib N     factor store budget
   --max-images N            images the factor store keeps at most
   --host-buffer-pool-mib N  recycled Reconstruct response memory (page-locked on the GPU)
-  --gpu-streams N           CUDA streams (GPU backend)
+  --gpu-devices all|0,1,... GPUs to shard images over (default all visible; budget per device)
+  --gpu-streams N           CUDA streams (GPU backend, per device)
   --gpu-svd automatic|exact GPU decompose: randomized (fast) or Xgesvd (LAPACK accuracy)
   --gpu-jpeg nvjpeg|off     GPU backend: JPEGs decoded on the device, or by OpenCV
   --tls-cert FILE           TLS: the server's PEM certificate chain (with --tls-key)

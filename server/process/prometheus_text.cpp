@@ -67,6 +67,49 @@ prometheus::MetricFamily by_method_and_code(std::string name, std::string help,
 }
 
 // The recorded events: requests and items by method and code, stage durations, batch sizes.
+// A family of one gauge or counter per device, labelled with its CUDA ordinal (0 on the CPU).
+prometheus::MetricFamily per_device(std::string name, std::string help, prometheus::MetricType type,
+                                    const std::vector<DeviceSnapshot>& devices,
+                                    double (*value)(const DeviceSnapshot&)) {
+  prometheus::MetricFamily family{std::move(name), std::move(help), type, {}};
+  for (const DeviceSnapshot& device : devices) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({"device", std::to_string(device.info.ordinal)});
+    (type == prometheus::MetricType::Counter ? metric.counter.value : metric.gauge.value) =
+        value(device);
+    family.metric.push_back(metric);
+  }
+  return family;
+}
+
+void add_devices(const std::vector<DeviceSnapshot>& devices,
+                 std::vector<prometheus::MetricFamily>& out) {
+  using prometheus::MetricType;
+  out.push_back(per_device("svdserve_device_in_service",
+                           "1 while the device takes work, 0 once it failed", MetricType::Gauge,
+                           devices, [](const DeviceSnapshot& d) { return d.info.in_service ? 1.0 : 0.0; }));
+  out.push_back(per_device("svdserve_device_images_resident", "Images whose factors the device holds",
+                           MetricType::Gauge, devices,
+                           [](const DeviceSnapshot& d) { return static_cast<double>(d.usage.images); }));
+  out.push_back(per_device("svdserve_device_bytes_resident",
+                           "Bytes the device's budget counts (factors and entries)",
+                           MetricType::Gauge, devices,
+                           [](const DeviceSnapshot& d) { return static_cast<double>(d.usage.bytes); }));
+  out.push_back(per_device("svdserve_device_memory_budget_bytes", "The device's factor budget",
+                           MetricType::Gauge, devices, [](const DeviceSnapshot& d) {
+                             return static_cast<double>(d.usage.budget_bytes);
+                           }));
+  out.push_back(per_device("svdserve_device_calls_running",
+                           "Decompose and reconstruct batches running on the device",
+                           MetricType::Gauge, devices, [](const DeviceSnapshot& d) {
+                             return static_cast<double>(d.metrics.calls_running);
+                           }));
+  out.push_back(per_device("svdserve_device_busy_seconds_total",
+                           "Time the device's streams held batches, summed over its streams",
+                           MetricType::Counter, devices,
+                           [](const DeviceSnapshot& d) { return d.busy_seconds(); }));
+}
+
 void add_recorded(const MetricsSink::Totals& totals, std::vector<prometheus::MetricFamily>& out) {
   out.push_back(by_method_and_code("svdserve_requests_total",
                                    "RPCs answered, by method and gRPC status code", totals.calls));
@@ -184,6 +227,7 @@ void add_live(const LiveValues& v, std::vector<prometheus::MetricFamily>& out) {
   out.push_back(gauge("svdserve_calls_waiting_for_unsent_bytes",
                       "Calls waiting in line for response bytes before their work starts",
                       static_cast<double>(v.unsent.waiting_calls)));
+  add_devices(v.devices, out);
   if (v.backend.device_memory_total_bytes > 0) {
     out.push_back(gauge("svdserve_gpu_factor_memory_bytes", "Device memory held by factors",
                         static_cast<double>(v.backend.device_memory_used_bytes)));

@@ -5,12 +5,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/backend.hpp"
 #include "server/grpc/stream_budget.hpp"
 #include "server/grpc/unsent_bytes_budget.hpp"
 #include "server/process/metrics_sink.hpp"
 #include "server/repository/factor_cache.hpp"
+#include "server/runtime/device_snapshot.hpp"
 #include "server/runtime/host_buffer_pool.hpp"
 
 namespace svdserve {
@@ -29,6 +31,7 @@ struct LiveValues {
   UnsentBytesSample unsent;
   BackendMetrics backend;
   RepositoryCounters repository;
+  std::vector<DeviceSnapshot> devices;
 };
 
 [[nodiscard]] std::string prometheus_text(const MetricsSink::Totals& totals,

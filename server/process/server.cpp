@@ -17,6 +17,7 @@
 #include "server/process/reflection_option.hpp"
 #include "server/process/repository_selection.hpp"
 #include "server/process/server_credentials.hpp"
+#include "server/runtime/device_snapshot.hpp"
 #include "server/runtime/logger.hpp"
 
 namespace svdserve {
@@ -66,15 +67,22 @@ void apply_transport_limits(const v1::ServerConfig& c, grpc::ServerBuilder& buil
 
 Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   backend_ = make_backend(config_);
-  const std::size_t budget = memory_budget_bytes(config_, *backend_);
   FactorStoreLimits store_limits;  // and the measured entry cost
-  store_limits.budget_bytes = budget;
+  store_limits.device_budget_bytes = device_budget_bytes(config_, *backend_);
   store_limits.when_full = config_.full_store_policy() == v1::FULL_STORE_POLICY_REJECT
                                ? FullStoreAction::reject
                                : FullStoreAction::evict_lru;
   store_limits.evicted_history = config_.evicted_history();
   store_limits.max_images = config_.max_images();
   store_ = std::make_unique<FactorStore>(store_limits);
+  const std::size_t budget = store_->budget_bytes();
+  // A failed device's images leave memory; those the repository holds reload onto the other
+  // devices when next used.
+  backend_->on_device_failure([this](std::size_t device, const std::string& reason) {
+    const std::size_t dropped = store_->drop_device(device);
+    log().error("device_failed device={} ordinal={} images_dropped={} reason=\"{}\"", device,
+                backend_->devices().at(device).ordinal, dropped, reason);
+  });
   cache_ = std::make_unique<FactorCache>(*store_, *backend_, make_repository(config_),
                                          factor_cache_options(config_));
   metrics_ = std::make_unique<MetricsSink>(service_metric_labels());
@@ -92,7 +100,8 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                                 store_->bytes_resident(),         store_->budget_bytes(),
                                 store_->evictions(),              pipeline_->host_buffer_stats(),
                                 stream_budget_->sample(),         unsent_bytes_->sample(),
-                                backend_->metrics(),              cache_->counters()};
+                                backend_->metrics(),              cache_->counters(),
+                                device_snapshots(*backend_, *store_)};
           return prometheus_text(metrics_->totals(), live);
         });
   }
@@ -154,7 +163,10 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                  .count());
 }
 
-Server::~Server() { shutdown(); }
+Server::~Server() {
+  shutdown();
+  backend_->on_device_failure({});  // the store goes before the backend
+}
 
 void Server::set_serving(bool serving) {
   std::lock_guard lock(serving_mutex_);

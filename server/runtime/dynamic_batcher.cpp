@@ -9,13 +9,13 @@ namespace svdserve {
 BatchKey batch_key(const Job& job) noexcept {
   switch (job.kind) {
     case JobKind::decompose:
-      return {job.kind, job.image.shape, job.max_rank};
+      return {job.kind, job.image.shape, job.max_rank, 0};
     case JobKind::compress:
-      return {job.kind, job.image.shape, 0};
+      return {job.kind, job.image.shape, 0, 0};
     case JobKind::reconstruct:
-      return {job.kind, job.factors->shape(), 0};
+      return {job.kind, job.factors->shape(), 0, job.factors->device()};
   }
-  return {job.kind, {}, 0};
+  return {job.kind, {}, 0, 0};
 }
 
 DynamicBatcher::DynamicBatcher(BatcherOptions options, BoundedQueue<JobPtr>& input,

@@ -1,9 +1,9 @@
 #pragma once
-// Groups compatible jobs (same kind, same image shape, and for decompose the same max rank) into
-// batches of at most max_batch_size, holding a partial batch at most max_queue_delay_us after
-// its first job arrived (decompose and compress: decompose_queue_delay_us), as Triton does. One
-// thread; it ends when its input is closed and drained, after flushing every partial batch, and
-// then closes its output.
+// Groups compatible jobs (same kind, same image shape, for decompose the same max rank, for
+// reconstruct the same device) into batches of at most max_batch_size, holding a partial batch at
+// most max_queue_delay_us after its first job arrived (decompose and compress:
+// decompose_queue_delay_us), as Triton does. One thread; it ends when its input is closed and
+// drained, after flushing every partial batch, and then closes its output.
 
 #include <chrono>
 #include <cstddef>
@@ -42,11 +42,12 @@ class DynamicBatcher {
   std::jthread thread_;
 };
 
-// Jobs with equal keys may share a batch.
+// Jobs with equal keys may share a batch: a reconstruct batch is of one device's images.
 struct BatchKey {
   JobKind kind;
   ImageShape shape;
   uint32_t max_rank;
+  std::size_t device;
   friend bool operator==(const BatchKey&, const BatchKey&) = default;
 };
 [[nodiscard]] BatchKey batch_key(const Job& job) noexcept;

@@ -13,20 +13,53 @@ std::string mib(std::size_t bytes) {
   return std::to_string(bytes / (1024 * 1024)) + " MiB";
 }
 
+std::string on_device(std::size_t device) {
+  return " on device " + std::to_string(device);
+}
+
+// With budgets per device, the whole budget is their sum.
+FactorStoreLimits with_devices(FactorStoreLimits limits) {
+  if (limits.device_budget_bytes.empty()) {
+    limits.device_budget_bytes.push_back(limits.budget_bytes);
+  } else {
+    limits.budget_bytes = 0;
+    for (std::size_t bytes : limits.device_budget_bytes) limits.budget_bytes += bytes;
+  }
+  return limits;
+}
+
 }  // namespace
 
-FactorStore::FactorStore(FactorStoreLimits limits) : limits_(limits) {}
+FactorStore::FactorStore(FactorStoreLimits limits) : limits_(with_devices(std::move(limits))) {
+  for (std::size_t budget : limits_.device_budget_bytes) {
+    devices_.push_back(DeviceUsage{.images = 0, .bytes = 0, .budget_bytes = budget});
+  }
+}
+
+std::size_t FactorStore::device_budget(std::size_t device) const {
+  return limits_.device_budget_bytes[device];
+}
+
+std::size_t FactorStore::device_of(const Factors& factors) const {
+  const std::size_t device = factors.device();
+  if (device >= limits_.device_budget_bytes.size()) {
+    throw InternalError("factors on device " + std::to_string(device) + " of a store with " +
+                        std::to_string(limits_.device_budget_bytes.size()) + " devices");
+  }
+  return device;
+}
 
 std::size_t FactorStore::counted_bytes(std::string_view id, const Factors& factors) const noexcept {
   return factors.bytes_resident() + limits_.entry_cost.bytes +
          limits_.entry_cost.bytes_per_id_byte * id.size();
 }
 
-void FactorStore::check_fits_budget(const std::string& id, std::size_t bytes) const {
-  if (bytes > limits_.budget_bytes) {
+void FactorStore::check_fits_budget(const std::string& id, std::size_t bytes,
+                                    std::size_t device) const {
+  if (bytes > device_budget(device)) {
     throw ResourceExhausted("image '" + id + "' needs " + std::to_string(bytes) +
                             " bytes (factors and entry), more than the whole memory budget of " +
-                            std::to_string(limits_.budget_bytes) +
+                            std::to_string(device_budget(device)) +
                             " bytes; ask for a smaller max_rank or raise memory_budget_bytes");
   }
 }
@@ -34,7 +67,7 @@ void FactorStore::check_fits_budget(const std::string& id, std::size_t bytes) co
 std::vector<std::string> FactorStore::insert(const std::string& id,
                                              std::shared_ptr<const Factors> factors) {
   const std::size_t bytes = counted_bytes(id, *factors);
-  check_fits_budget(id, bytes);
+  check_fits_budget(id, bytes, device_of(*factors));
   std::lock_guard lock(mutex_);
   return insert_locked(id, std::move(factors), bytes, false);
 }
@@ -42,7 +75,7 @@ std::vector<std::string> FactorStore::insert(const std::string& id,
 std::shared_ptr<const Factors> FactorStore::insert_loaded(const std::string& id,
                                                           std::shared_ptr<const Factors> factors) {
   const std::size_t bytes = counted_bytes(id, *factors);
-  check_fits_budget(id, bytes);
+  check_fits_budget(id, bytes, device_of(*factors));
   std::lock_guard lock(mutex_);
   if (auto it = resident_.find(id); it != resident_.end()) return it->second.factors;
   (void)insert_locked(id, factors, bytes, true);
@@ -52,18 +85,20 @@ std::shared_ptr<const Factors> FactorStore::insert_loaded(const std::string& id,
 std::vector<std::string> FactorStore::insert_locked(const std::string& id,
                                                     std::shared_ptr<const Factors> factors,
                                                     std::size_t bytes, bool stored) {
-  const std::size_t budget = limits_.budget_bytes;
+  const std::size_t device = factors->device();
+  DeviceUsage& usage = devices_[device];
   std::vector<std::string> evicted_ids;
   // Replacing an id frees the old factors first.
   const auto existing = resident_.find(id);
   const bool replaces = existing != resident_.end();
-  const std::size_t replaced_bytes = replaces ? existing->second.info.bytes : 0;
+  const std::size_t replaced_bytes =
+      replaces && existing->second.info.device == device ? existing->second.info.bytes : 0;
   if (limits_.when_full == FullStoreAction::reject) {
-    if (bytes_resident_ - replaced_bytes + bytes > budget) {
-      throw ResourceExhausted("memory budget full: " + mib(bytes_resident_) + " of " +
-                              mib(budget) + " used, image '" + id + "' needs " +
-                              std::to_string(bytes) + " bytes; delete images or raise "
-                              "memory_budget_bytes");
+    if (usage.bytes - replaced_bytes + bytes > usage.budget_bytes) {
+      throw ResourceExhausted("memory budget full: " + mib(usage.bytes) + " of " +
+                              mib(usage.budget_bytes) + " used" + (devices_.size() > 1 ? on_device(device) : "") +
+                              ", image '" + id + "' needs " + std::to_string(bytes) +
+                              " bytes; delete images or raise memory_budget_bytes");
     }
     if (!replaces && resident_.size() >= limits_.max_images) {
       throw ResourceExhausted("the store holds max_images (" +
@@ -72,14 +107,20 @@ std::vector<std::string> FactorStore::insert_locked(const std::string& id,
     }
   }
   if (replaces) {
-    bytes_resident_ -= replaced_bytes;
-    recency_.erase(existing->second.recency);
-    resident_.erase(existing);
+    forget_resident_locked(existing);
   }
-  while (!recency_.empty() &&
-         (bytes_resident_ + bytes > budget || resident_.size() >= limits_.max_images)) {
+  // The device's own least recently used images make room on it; max_images, any device's.
+  while (usage.bytes + bytes > usage.budget_bytes) {
+    const auto victim = least_recent_on_locked(device);
+    if (victim == recency_.end()) break;
+    evicted_ids.push_back(**victim);
+    evict_locked(victim);
+    ++evictions_;
+  }
+  while (!recency_.empty() && resident_.size() >= limits_.max_images) {
     evicted_ids.push_back(*recency_.back());
-    evict_one_locked();
+    evict_locked(std::prev(recency_.end()));
+    ++evictions_;
   }
   if (const auto it = evicted_.find(id); it != evicted_.end()) {
     if (!it->second.stored) evicted_order_.remove(id);
@@ -93,12 +134,15 @@ std::vector<std::string> FactorStore::insert_locked(const std::string& id,
                        .bytes = bytes,
                        .resident = true,
                        .stored = stored,
+                       .device = device,
                        .created_unix_ms = now,
                        .last_used_unix_ms = now};
   const auto [it, inserted] = resident_.emplace(id, Entry{std::move(info), std::move(factors), {}});
   recency_.push_front(&it->first);
   it->second.recency = recency_.begin();
   bytes_resident_ += bytes;
+  usage.bytes += bytes;
+  ++usage.images;
   return evicted_ids;
 }
 
@@ -183,9 +227,7 @@ std::size_t FactorStore::erase(const std::string& id) {
   std::lock_guard lock(mutex_);
   if (auto it = resident_.find(id); it != resident_.end()) {
     const std::size_t bytes = it->second.info.bytes;
-    bytes_resident_ -= bytes;
-    recency_.erase(it->second.recency);
-    resident_.erase(it);
+    forget_resident_locked(it);
     return bytes;
   }
   if (const auto it = evicted_.find(id); it != evicted_.end()) {
@@ -194,6 +236,22 @@ std::size_t FactorStore::erase(const std::string& id) {
     return 0;
   }
   throw NotFound("no image with id '" + id + "'");
+}
+
+std::size_t FactorStore::drop_device(std::size_t device) {
+  std::lock_guard lock(mutex_);
+  if (device >= devices_.size()) return 0;
+  std::vector<std::list<const std::string*>::iterator> victims;
+  for (auto it = recency_.begin(); it != recency_.end(); ++it) {
+    if (resident_.find(**it)->second.info.device == device) victims.push_back(it);
+  }
+  for (auto it = victims.rbegin(); it != victims.rend(); ++it) evict_locked(*it);  // oldest first
+  return victims.size();
+}
+
+std::vector<DeviceUsage> FactorStore::device_usage() const {
+  std::lock_guard lock(mutex_);
+  return devices_;
 }
 
 std::size_t FactorStore::bytes_resident() const {
@@ -211,13 +269,26 @@ uint64_t FactorStore::evictions() const {
   return evictions_;
 }
 
-void FactorStore::evict_one_locked() {
-  auto it = resident_.find(*recency_.back());
-  StoredImageInfo info = std::move(it->second.info);
-  bytes_resident_ -= info.bytes;
-  recency_.pop_back();
+void FactorStore::forget_resident_locked(std::map<std::string, Entry, std::less<>>::iterator it) {
+  DeviceUsage& usage = devices_[it->second.info.device];
+  usage.bytes -= it->second.info.bytes;
+  --usage.images;
+  bytes_resident_ -= it->second.info.bytes;
+  recency_.erase(it->second.recency);
   resident_.erase(it);
-  ++evictions_;
+}
+
+std::list<const std::string*>::iterator FactorStore::least_recent_on_locked(std::size_t device) {
+  for (auto it = recency_.rbegin(); it != recency_.rend(); ++it) {
+    if (resident_.find(**it)->second.info.device == device) return std::prev(it.base());
+  }
+  return recency_.end();
+}
+
+void FactorStore::evict_locked(std::list<const std::string*>::iterator recency) {
+  auto it = resident_.find(**recency);
+  StoredImageInfo info = it->second.info;
+  forget_resident_locked(it);
   info.resident = false;
   info.bytes = 0;
   remember_evicted_locked(std::move(info));

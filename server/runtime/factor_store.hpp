@@ -35,6 +35,9 @@ struct EntryCost {
 
 struct FactorStoreLimits {
   std::size_t budget_bytes = 0;  // factors and entries (EntryCost)
+  // Per device of a multi-device backend (Factors::device()), each evicting its own least
+  // recently used images; empty: one device with all of budget_bytes.
+  std::vector<std::size_t> device_budget_bytes;
   FullStoreAction when_full = FullStoreAction::evict_lru;
   std::size_t evicted_history = 1024;
   std::size_t max_images = 1'000'000;
@@ -48,8 +51,16 @@ struct StoredImageInfo {
   std::size_t bytes = 0;  // what the budget counts: the factors and the entry
   bool resident = true;
   bool stored = false;  // the repository holds the factors: reloaded when used
+  std::size_t device = 0;  // Factors::device() while resident
   int64_t created_unix_ms = 0;
   int64_t last_used_unix_ms = 0;
+};
+
+// What one device holds.
+struct DeviceUsage {
+  std::size_t images = 0;
+  std::size_t bytes = 0;
+  std::size_t budget_bytes = 0;
 };
 
 // One page of images in id order; next_after is the last id when more follow, else empty.
@@ -104,6 +115,11 @@ class FactorStore {
   // Frees a resident image (or forgets an evicted one); returns bytes freed. Throws NotFound.
   std::size_t erase(const std::string& id);
 
+  // Lets go of every resident image on `device` (a failed one): they are listed as evicted, and
+  // those the repository holds reload onto another device when used. Returns how many.
+  std::size_t drop_device(std::size_t device);
+
+  [[nodiscard]] std::vector<DeviceUsage> device_usage() const;  // by Factors::device()
   [[nodiscard]] std::size_t bytes_resident() const;
   [[nodiscard]] std::size_t images_resident() const;
   [[nodiscard]] uint64_t evictions() const;
@@ -117,12 +133,20 @@ class FactorStore {
     std::list<const std::string*>::iterator recency;  // position in recency_
   };
 
-  void check_fits_budget(const std::string& id, std::size_t bytes) const;
+  [[nodiscard]] std::size_t device_budget(std::size_t device) const;
+  // The device of `factors`, checked against the budgets.
+  [[nodiscard]] std::size_t device_of(const Factors& factors) const;
+  void check_fits_budget(const std::string& id, std::size_t bytes, std::size_t device) const;
   // insert() with mutex_ held and the bytes counted; `stored` marks it as the repository's.
   std::vector<std::string> insert_locked(const std::string& id,
                                          std::shared_ptr<const Factors> factors,
                                          std::size_t bytes, bool stored);
-  void evict_one_locked();
+  // Removes a resident entry and its bytes (not remembered as evicted).
+  void forget_resident_locked(std::map<std::string, Entry, std::less<>>::iterator it);
+  // Evicts the image at `recency` (a position in recency_).
+  void evict_locked(std::list<const std::string*>::iterator recency);
+  // The least recently used image on `device`; recency_.end() when it has none.
+  [[nodiscard]] std::list<const std::string*>::iterator least_recent_on_locked(std::size_t device);
   void remember_evicted_locked(StoredImageInfo info);
 
   const FactorStoreLimits limits_;
@@ -136,6 +160,7 @@ class FactorStore {
   // by evicted_history, stored ones by the repository)
   std::list<std::string> evicted_order_;
   std::size_t bytes_resident_ = 0;         // guarded by mutex_
+  std::vector<DeviceUsage> devices_;       // guarded by mutex_; by Factors::device()
   uint64_t evictions_ = 0;                 // guarded by mutex_
 };
 

@@ -22,12 +22,43 @@ const char* cusolver_status_name(cusolverStatus_t status) {
   }
 }
 
+// Errors that leave the device's context unusable: every later call on it fails the same way.
+bool loses_the_device(cudaError_t error) {
+  switch (error) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorNvlinkUncorrectable:
+    case cudaErrorContextIsDestroyed:
+    case cudaErrorDevicesUnavailable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A failed library call after a sticky error on the stream's device reports that error.
+void throw_if_device_lost(const std::string& message) {
+  const cudaError_t sticky = cudaPeekAtLastError();
+  if (loses_the_device(sticky)) {
+    throw DeviceFailure(message + " after CUDA error " + cudaGetErrorName(sticky));
+  }
+}
+
 }  // namespace
 
 void throw_cuda_error(cudaError_t error, const char* call, const char* file, int line) {
   const std::string message = std::string("CUDA error ") + cudaGetErrorName(error) + " (" +
                               cudaGetErrorString(error) + ") in " + where(call, file, line);
   if (error == cudaErrorMemoryAllocation) throw ResourceExhausted("GPU out of memory: " + message);
+  if (loses_the_device(error)) throw DeviceFailure(message);
   throw InternalError(message);
 }
 
@@ -35,6 +66,7 @@ void throw_cublas_error(cublasStatus_t status, const char* call, const char* fil
   const std::string message = std::string("cuBLAS error ") + cublasGetStatusName(status) + " in " +
                               where(call, file, line);
   if (status == CUBLAS_STATUS_ALLOC_FAILED) throw ResourceExhausted("GPU out of memory: " + message);
+  throw_if_device_lost(message);
   throw InternalError(message);
 }
 
@@ -44,6 +76,7 @@ void throw_cusolver_error(cusolverStatus_t status, const char* call, const char*
   if (status == CUSOLVER_STATUS_ALLOC_FAILED) {
     throw ResourceExhausted("GPU out of memory: " + message);
   }
+  throw_if_device_lost(message);
   throw InternalError(message);
 }
 

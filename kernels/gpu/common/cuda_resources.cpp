@@ -78,13 +78,15 @@ void PinnedMemory::free(void* pointer) noexcept {
   SVDSERVE_CUDA_CHECK_NOTHROW(cudaFreeHost(pointer));
 }
 
-bool cuda_device_available() noexcept {
+int cuda_device_count() noexcept {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     static_cast<void>(cudaGetLastError());  // "no device" is an answer, not a pending error
-    return false;
+    return 0;
   }
-  return count > 0;
+  return count;
 }
+
+bool cuda_device_available() noexcept { return cuda_device_count() > 0; }
 
 }  // namespace svdserve::gpu

@@ -137,5 +137,7 @@ using PinnedBuffer = Buffer<PinnedMemory>;
 
 // True when a CUDA device can be used (driver present, at least one device).
 [[nodiscard]] bool cuda_device_available() noexcept;
+// Devices this process sees (0 without a driver).
+[[nodiscard]] int cuda_device_count() noexcept;
 
 }  // namespace svdserve::gpu

@@ -27,7 +27,8 @@ DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& other) noexcept
   return *this;
 }
 
-DeviceMemoryPool::DeviceMemoryPool(int device, std::size_t limit_bytes) : limit_bytes_(limit_bytes) {
+DeviceMemoryPool::DeviceMemoryPool(int device, std::size_t limit_bytes)
+    : device_(device), limit_bytes_(limit_bytes) {
   cudaMemPoolProps properties{};
   properties.allocType = cudaMemAllocationTypePinned;
   properties.location.type = cudaMemLocationTypeDevice;
@@ -62,7 +63,12 @@ DeviceAllocation DeviceMemoryPool::allocate(std::size_t bytes, StreamView stream
 }
 
 void DeviceMemoryPool::release(void* pointer, std::size_t bytes) noexcept {
+  // Factors are let go on any thread, whose current device may be another of the host's.
+  int current = device_;
+  SVDSERVE_CUDA_CHECK_NOTHROW(cudaGetDevice(&current));
+  if (current != device_) SVDSERVE_CUDA_CHECK_NOTHROW(cudaSetDevice(device_));
   SVDSERVE_CUDA_CHECK_NOTHROW(cudaFreeAsync(pointer, free_stream_.view().value()));
+  if (current != device_) SVDSERVE_CUDA_CHECK_NOTHROW(cudaSetDevice(current));
   used_bytes_.fetch_sub(bytes);
 }
 

@@ -54,6 +54,7 @@ class DeviceMemoryPool {
   friend class DeviceAllocation;
   void release(void* pointer, std::size_t bytes) noexcept;
 
+  const int device_;
   const std::size_t limit_bytes_;
   cudaMemPool_t pool_ = nullptr;
   Stream free_stream_;

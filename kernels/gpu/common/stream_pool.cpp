@@ -8,20 +8,21 @@
 
 namespace svdserve::gpu {
 
-StreamContext::StreamContext(int context_index)
+StreamContext::StreamContext(int context_index, int device)
     : index(context_index),
       cublas(stream.view()),
       cusolver(stream.view()),
       solver(stream.view(), cusolver.value(), cublas.value()) {
 #if SVDSERVE_HAVE_NVTX
-  const std::string name = "svdserve-stream-" + std::to_string(context_index);
+  const std::string name =
+      "svdserve-gpu" + std::to_string(device) + "-stream-" + std::to_string(context_index);
   nvtxNameCudaStreamA(stream.view().value(), name.c_str());
 #endif
 }
 
-StreamPool::StreamPool(unsigned size) {
+StreamPool::StreamPool(unsigned size, int device) {
   for (unsigned i = 0; i < size; ++i) {
-    contexts_.push_back(std::make_unique<StreamContext>(static_cast<int>(i)));
+    contexts_.push_back(std::make_unique<StreamContext>(static_cast<int>(i), device));
     free_.push_back(contexts_.back().get());
   }
 }

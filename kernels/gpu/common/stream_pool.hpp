@@ -18,7 +18,7 @@
 namespace svdserve::gpu {
 
 struct StreamContext {
-  explicit StreamContext(int index);
+  StreamContext(int index, int device);  // names the stream after both, for Nsight Systems
 
   int index;
   Stream stream;
@@ -67,7 +67,7 @@ class StreamPool {
     std::chrono::steady_clock::time_point start_;
   };
 
-  explicit StreamPool(unsigned size);
+  StreamPool(unsigned size, int device);  // on the current device, which is `device`
   // Waits until a context is free.
   [[nodiscard]] Lease acquire();
   [[nodiscard]] std::size_t size() const noexcept { return contexts_.size(); }

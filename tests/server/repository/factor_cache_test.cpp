@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <random>
 #include <set>
 
 #include "../../client/temp_folder.hpp"
+#include "kernels/multi_device_backend.hpp"
 #include "server/repository/directory_repository.hpp"
 
 namespace svdserve {
@@ -55,9 +57,12 @@ class FactorCacheTest : public ::testing::Test {
   }
 
   std::vector<std::byte> reconstruct(const Factors& factors) {
+    return reconstruct_on(*backend_, factors);
+  }
+  static std::vector<std::byte> reconstruct_on(Backend& backend, const Factors& factors) {
     std::vector<std::byte> pixels(kShape.values());
     const ReconstructItem item{&factors, kRank, OutputPixels::u8, pixels};
-    backend_->reconstruct(std::span(&item, 1));
+    backend.reconstruct(std::span(&item, 1));
     return pixels;
   }
 
@@ -260,6 +265,44 @@ TEST_F(FactorCacheTest, ManyCallersOfOneMissingImageShareOneLoad) {
   for (auto& caller : callers) distinct.insert(caller.get().get());
   EXPECT_EQ(stack.cache.counters().loads, 1u);
   EXPECT_EQ(distinct.size(), 1u);
+}
+
+// A server over two devices: when one fails, its images leave memory (the server's failure
+// handler drops them) and the next use reloads them from the folder onto the other device, with
+// the same pixels; images that were only in memory there are gone, not wrong.
+TEST_F(FactorCacheTest, ImagesOfAFailedDeviceReloadOntoAnotherWithTheSamePixels) {
+  std::vector<std::unique_ptr<Backend>> devices;
+  devices.push_back(make_cpu_backend({.threads = 1}));
+  devices.push_back(make_cpu_backend({.threads = 1}));
+  MultiDeviceBackend sharded(std::move(devices));
+  FactorStoreLimits limits;
+  limits.device_budget_bytes = {budget_for(4), budget_for(4)};
+  FactorStore store(limits);
+  FactorCache cache(store, sharded, std::make_unique<DirectoryRepository>(folder_.path()),
+                    FactorCacheOptions{});
+  sharded.on_device_failure(
+      [&](std::size_t device, const std::string&) { (void)store.drop_device(device); });
+
+  std::map<std::string, std::vector<std::byte>> pixels;
+  for (uint32_t seed = 0; seed < 4; ++seed) {
+    const std::string id = "img" + std::to_string(seed);
+    const ImageF32 image = random_image(kShape, seed);
+    const ImageF32* images[] = {&image};
+    auto factors = sharded.decompose(std::span<const ImageF32* const>(images), kRank).front();
+    pixels[id] = reconstruct_on(sharded, *factors);
+    persist_into(store, cache, id, std::move(factors));
+  }
+  ASSERT_EQ(store.device_usage()[1].images, 2u) << "two images on each device";
+
+  sharded.take_out_of_service(1, "test");
+  EXPECT_EQ(store.device_usage()[1].images, 0u);
+  for (const auto& [id, expected] : pixels) {
+    const auto factors = cache.find(id);
+    EXPECT_EQ(factors->device(), 0u) << id;
+    EXPECT_EQ(reconstruct_on(sharded, *factors), expected) << id;
+  }
+  EXPECT_EQ(cache.counters().loads, 2u) << "only the failed device's images were read back";
+  EXPECT_EQ(store.device_usage()[0].images, 4u);
 }
 
 }  // namespace

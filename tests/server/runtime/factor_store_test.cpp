@@ -355,5 +355,80 @@ TEST(FactorStore, PagesOfOnePrefix) {
   EXPECT_EQ(last.next_after, "") << "ab/1 follows, but not under a/";
 }
 
+// Two devices of 100 bytes each, as a two-GPU server's store.
+FactorStore two_device_store(FullStoreAction when_full = FullStoreAction::evict_lru) {
+  FactorStoreLimits limits = fakes::factors_only_limits(0, when_full, kHistory);
+  limits.device_budget_bytes = {kBudget, kBudget};
+  return FactorStore(limits);
+}
+
+std::shared_ptr<const Factors> on_device(std::size_t device, std::size_t bytes) {
+  return fakes::make_test_factors(kShape, 4, bytes, device);
+}
+
+TEST(FactorStore, EachDeviceEvictsItsOwnLeastRecentlyUsedImages) {
+  FactorStore store = two_device_store();
+  EXPECT_EQ(store.budget_bytes(), 2 * kBudget);
+  EXPECT_TRUE(store.insert("a0", on_device(0, 60)).empty());
+  EXPECT_TRUE(store.insert("b1", on_device(1, 60)).empty());
+  EXPECT_TRUE(store.insert("c1", on_device(1, 40)).empty()) << "device 1 is exactly full";
+  // The oldest image of all is a0 (device 0); device 1 makes room from its own.
+  EXPECT_EQ(store.insert("d1", on_device(1, 30)), Ids{"b1"});
+  EXPECT_TRUE(store.info("a0")->resident);
+  EXPECT_EQ(store.info("d1")->device, 1u);
+  const std::vector<DeviceUsage> usage = store.device_usage();
+  ASSERT_EQ(usage.size(), 2u);
+  EXPECT_EQ(usage[0].images, 1u);
+  EXPECT_EQ(usage[0].bytes, 60u);
+  EXPECT_EQ(usage[1].images, 2u);
+  EXPECT_EQ(usage[1].bytes, 70u);
+  EXPECT_EQ(usage[1].budget_bytes, kBudget);
+  EXPECT_EQ(store.bytes_resident(), 130u);
+  EXPECT_EQ(store.evictions(), 1u);
+}
+
+TEST(FactorStore, ABudgetIsPerDevice) {
+  FactorStore store = two_device_store(FullStoreAction::reject);
+  (void)store.insert("a0", on_device(0, 90));
+  (void)store.insert("b1", on_device(1, 90));  // fits: device 1 is empty
+  const std::string message =
+      error_message<ResourceExhausted>([&] { (void)store.insert("c0", on_device(0, 20)); });
+  EXPECT_NE(message.find("on device 0"), std::string::npos) << message;
+  EXPECT_NE(error_message<ResourceExhausted>([&] { (void)store.insert("big", on_device(1, 101)); })
+                .find("more than the whole memory budget of 100"),
+            std::string::npos);
+  // A replacement moving to another device frees its bytes on the first.
+  (void)store.erase("b1");
+  (void)store.insert("a0", on_device(1, 90));
+  EXPECT_EQ(store.device_usage()[0].bytes, 0u);
+  EXPECT_EQ(store.device_usage()[1].bytes, 90u);
+}
+
+TEST(FactorStore, DroppingADeviceLetsGoOfItsImagesOnly) {
+  FactorStore store = two_device_store();
+  (void)store.insert("a0", on_device(0, 10));
+  (void)store.insert("b1", on_device(1, 10));
+  (void)store.insert("c1", on_device(1, 10));
+  StoredImageInfo stored;
+  stored.id = "c1";
+  store.remember_stored(stored);
+  EXPECT_EQ(store.drop_device(1), 2u);
+  EXPECT_EQ(store.images_resident(), 1u);
+  EXPECT_TRUE(store.info("a0")->resident);
+  EXPECT_FALSE(store.info("b1")->resident);
+  EXPECT_FALSE(store.info("c1")->resident);
+  EXPECT_TRUE(store.info("c1")->stored) << "the repository still holds it";
+  EXPECT_EQ(store.device_usage()[1].images, 0u);
+  EXPECT_EQ(store.device_usage()[1].bytes, 0u);
+  EXPECT_EQ(store.evictions(), 0u) << "a failed device is not the budget's doing";
+  EXPECT_EQ(store.drop_device(1), 0u);
+  EXPECT_EQ(store.drop_device(7), 0u);
+}
+
+TEST(FactorStore, FactorsOfADeviceTheStoreDoesNotHaveAreRefused) {
+  FactorStore store = two_device_store();
+  EXPECT_THROW((void)store.insert("x", on_device(2, 10)), InternalError);
+}
+
 }  // namespace
 }  // namespace svdserve

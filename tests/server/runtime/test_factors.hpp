@@ -15,10 +15,13 @@ namespace svdserve::fakes {
 class TestFactors final : public Factors {
  public:
   // Singular values rank_kept, rank_kept-1, ..., 1 in every channel (never all zero).
-  TestFactors(ImageShape shape, uint32_t rank_kept, std::size_t bytes)
-      : Factors(shape, rank_kept, descending_values(shape.channels, rank_kept), 0.0), bytes_(bytes) {}
+  TestFactors(ImageShape shape, uint32_t rank_kept, std::size_t bytes, std::size_t device = 0)
+      : Factors(shape, rank_kept, descending_values(shape.channels, rank_kept), 0.0),
+        bytes_(bytes),
+        device_(device) {}
 
   [[nodiscard]] std::size_t bytes_resident() const noexcept override { return bytes_; }
+  [[nodiscard]] std::size_t device() const noexcept override { return device_; }
 
  private:
   static std::vector<std::vector<float>> descending_values(uint32_t channels, uint32_t rank) {
@@ -30,12 +33,14 @@ class TestFactors final : public Factors {
   }
 
   std::size_t bytes_;
+  std::size_t device_;
 };
 
 [[nodiscard]] inline std::shared_ptr<const Factors> make_test_factors(ImageShape shape,
                                                                       uint32_t rank_kept,
-                                                                      std::size_t bytes) {
-  return std::make_shared<TestFactors>(shape, rank_kept, bytes);
+                                                                      std::size_t bytes,
+                                                                      std::size_t device = 0) {
+  return std::make_shared<TestFactors>(shape, rank_kept, bytes, device);
 }
 
 // Store limits that count the factors' bytes alone (no entry cost), as TestFactors report them,
