@@ -10,7 +10,9 @@
 # before each run (128), E2E_RANK (16), E2E_BACKEND (auto), SVDSERVE_PORT (50061),
 # E2E_SERVER_ARGS (extra server flags, e.g. "--max-queue-delay-us 0"), E2E_OP (reconstruct, or
 # stream: ReconstructStream of E2E_STREAM_ITEMS (16) per request, what `svdserve-cli run` sends;
-# keep C x N within the server's queue, 256 by default, or items fail with RESOURCE_EXHAUSTED).
+# keep C x N within the server's queue, 256 by default, or items fail with RESOURCE_EXHAUSTED),
+# E2E_SIZES (256 512 1024: which of the three), E2E_IDS (1: the image under N ids, reconstructed
+# in turn, so that a multi-GPU server holds it on every device).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +25,8 @@ rank="${E2E_RANK:-16}"
 op="${E2E_OP:-reconstruct}"
 op_args=(--op "$op")
 [ "$op" = stream ] && op_args+=(--stream-items "${E2E_STREAM_ITEMS:-16}")
+[ "${E2E_IDS:-1}" != 1 ] && op_args+=(--ids "$E2E_IDS")
+sizes=" ${E2E_SIZES:-256 512 1024} "
 backend="${E2E_BACKEND:-auto}"
 port="${SVDSERVE_PORT:-50061}"
 cli=("$build/client/svdserve-cli" --server "127.0.0.1:$port")
@@ -58,6 +62,8 @@ fi
 status=0
 for image in "${images[@]}"; do
   name="$(basename "${image%.*}")"
+  size="${name#baboon}"; [ "$size" = baboon ] && size=512
+  [[ "$sizes" == *" $size "* ]] || continue
   echo
   "${cli[@]}" bench "${op_args[@]}" --image "$image" --rank "$rank" --sweep "$sweep" \
     --duration "$duration" --warmup "$warmup" --json "$out/e2e_${op}_$name.json" || status=$?

@@ -4,6 +4,7 @@
 #include <future>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace svdserve {
@@ -86,24 +87,32 @@ struct SplitCompletion {
 MultiDeviceBackend::MultiDeviceBackend(std::vector<std::unique_ptr<Backend>> devices)
     : devices_(std::move(devices)) {
   if (devices_.empty()) throw InvalidArgument("a multi-device backend needs at least one device");
+  name_ = devices_.front()->name();
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     loads_.push_back(std::make_shared<DeviceLoad>());
-    ordinals_.push_back(devices_[i]->devices().front().ordinal);
+    const DeviceInfo info = devices_[i]->devices().front();
+    ordinals_.push_back(info.ordinal);
+    budgets_.push_back(std::max<std::size_t>(1, info.default_memory_budget_bytes));
   }
 }
 
-// The devices go first: each finishes its posted batches, whose completions use loads_ and the
-// failure handler.
-MultiDeviceBackend::~MultiDeviceBackend() { devices_.clear(); }
+// The devices go first, last one first: each finishes its posted batches, whose completions use
+// loads_, the names and the failure handler, and may ask about the devices still there.
+MultiDeviceBackend::~MultiDeviceBackend() {
+  while (!devices_.empty()) devices_.pop_back();
+}
 
-std::string MultiDeviceBackend::name() const { return devices_.front()->name(); }
+std::string MultiDeviceBackend::name() const { return name_; }
 
 std::string MultiDeviceBackend::device_description() const {
-  std::string description = std::to_string(devices_.size()) + " devices";
   const std::vector<DeviceInfo> infos = devices();
+  const auto described = [](const DeviceInfo& info) {
+    return info.in_service ? info.description : info.description + " [out of service]";
+  };
+  if (infos.size() == 1) return described(infos.front());
+  std::string description = std::to_string(infos.size()) + " devices";
   for (const DeviceInfo& info : infos) {
-    description += "; " + std::to_string(info.ordinal) + ": " + info.description;
-    if (!info.in_service) description += " [out of service]";
+    description += "; " + std::to_string(info.ordinal) + ": " + described(info);
   }
   return description;
 }
@@ -123,13 +132,17 @@ double MultiDeviceBackend::decompose_seconds_estimate(const ImageShape& shape,
   return devices_.front()->decompose_seconds_estimate(shape, rank);
 }
 
+// Fullest last, in steps of a sixteenth of the budget, so that memory evens out between devices
+// whatever their sizes; within a step, fewest calls running, so that a burst spreads at once.
 std::size_t MultiDeviceBackend::choose_device(std::size_t excluded) const {
+  constexpr std::size_t kFullnessSteps = 16;
   std::size_t best = kNoDevice;
-  std::pair<unsigned, std::size_t> best_load{};
+  std::tuple<std::size_t, unsigned, std::size_t> best_load{};
   for (std::size_t d = 0; d < loads_.size(); ++d) {
     if (d == excluded || !loads_[d]->in_service.load()) continue;
-    const std::pair<unsigned, std::size_t> load{loads_[d]->running.load(),
-                                                loads_[d]->placed_bytes.load()};
+    const std::size_t placed = loads_[d]->placed_bytes.load();
+    const std::tuple<std::size_t, unsigned, std::size_t> load{
+        placed * kFullnessSteps / budgets_[d], loads_[d]->running.load(), placed};
     if (best == kNoDevice || load < best_load) {
       best = d;
       best_load = load;
@@ -152,8 +165,8 @@ std::size_t MultiDeviceBackend::first_in_service() const {
 void MultiDeviceBackend::check_in_service(std::size_t device) const {
   if (!loads_[device]->in_service.load()) {
     throw Unavailable(name() + " device " + std::to_string(ordinals_[device]) +
-                      " failed and is out of service; retry: its images reload onto the other "
-                      "devices from the repository");
+                      " failed and is out of service; retry: images the repository holds "
+                      "reload onto the other devices");
   }
 }
 
@@ -252,25 +265,32 @@ void MultiDeviceBackend::reconstruct_on(std::size_t device, std::vector<Reconstr
     return done(std::current_exception());
   }
   const std::shared_ptr<DeviceLoad> load = loads_[device];
+  auto finish = std::make_shared<Completion>(std::move(done));
   ++load->running;
-  devices_[device]->reconstruct_async(
-      std::move(items), [this, device, load, done = std::move(done)](std::exception_ptr error) {
-        --load->running;
-        if (error) {
-          try {
-            std::rethrow_exception(error);
-          } catch (const DeviceFailure& failure) {
-            take_out_of_service(device, failure.what());
-            try {
-              check_in_service(device);
-            } catch (...) {
-              error = std::current_exception();
-            }
-          } catch (...) {
-          }
-        }
-        done(error);
-      });
+  const auto completed = [this, device, load, finish](std::exception_ptr error) {
+    --load->running;
+    (*finish)(error ? for_clients(device, error) : nullptr);
+  };
+  try {
+    devices_[device]->reconstruct_async(std::move(items), completed);
+  } catch (...) {  // it threw before taking the batch (out of memory): nothing was enqueued
+    completed(std::current_exception());
+  }
+}
+
+std::exception_ptr MultiDeviceBackend::for_clients(std::size_t device, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const DeviceFailure& failure) {
+    take_out_of_service(device, failure.what());
+    try {
+      check_in_service(device);
+    } catch (...) {
+      return std::current_exception();
+    }
+  } catch (...) {
+  }
+  return error;
 }
 
 HostMemory MultiDeviceBackend::allocate_output_memory(std::size_t bytes) {

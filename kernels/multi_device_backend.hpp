@@ -1,8 +1,8 @@
 #pragma once
 // One backend over several devices (the GPUs of a host), each its own backend with its own
 // streams, factor memory and budget. Every image lives on one device: Decompose places a batch on
-// the least loaded device in service (fewest calls running, then fewest factor bytes), so batches
-// spread over all of them; reconstructions of an image run on its device, a batch never spans
+// the least loaded device in service (the emptiest by budget, then the fewest calls running), so
+// batches spread over all of them; reconstructions of an image run on its device, a batch never spans
 // devices (the batcher keys on Factors::device(), and a mixed batch is split here).
 //
 // A device that fails (DeviceFailure) is taken out of service: calls for its images fail with
@@ -75,12 +75,16 @@ class MultiDeviceBackend final : public Backend {
   template <typename Call>
   decltype(auto) placed(Call&& call);
   void reconstruct_on(std::size_t device, std::vector<ReconstructItem> items, Completion done);
+  // A DeviceFailure takes `device` out of service and becomes what clients see; others pass.
+  [[nodiscard]] std::exception_ptr for_clients(std::size_t device, std::exception_ptr error);
   [[nodiscard]] std::shared_ptr<const Factors> wrap(std::size_t device,
                                                     std::shared_ptr<const Factors> factors) const;
 
   std::vector<std::unique_ptr<Backend>> devices_;
   std::vector<std::shared_ptr<DeviceLoad>> loads_;
+  std::string name_;           // the devices' kind, "gpu"
   std::vector<int> ordinals_;  // each device's own (CUDA) ordinal, for messages
+  std::vector<std::size_t> budgets_;  // each device's factor budget, for placement
   mutable std::mutex handler_mutex_;
   DeviceFailureHandler failure_handler_;  // guarded by handler_mutex_
 };

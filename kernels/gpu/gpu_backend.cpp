@@ -91,6 +91,9 @@ class GpuBackend final : public Backend {
                    ")";
   }
 
+  // The members go on the device they were made on (cuBLAS wants its handle's device current).
+  ~GpuBackend() override { SVDSERVE_CUDA_CHECK_NOTHROW(cudaSetDevice(options_.device)); }
+
   [[nodiscard]] bool decodes_jpeg(const JpegHeader& header) const override {
     return jpeg_decoder_ != nullptr && JpegDecoder::takes(header);
   }

@@ -26,7 +26,8 @@ std::unique_ptr<Backend> make_gpu(const v1::ServerConfig& config, int device) {
   return gpu::make_gpu_backend(options);
 }
 
-// One device: its backend, as it always was; more: each its own, sharded over.
+// Each device its own backend, sharded over; with one device too, so that a device that fails
+// is taken out of service the same way (clients see UNAVAILABLE, health turns NOT_SERVING).
 std::unique_ptr<Backend> make_gpus(const v1::ServerConfig& config) {
   const int visible = gpu::cuda_device_count();
   std::vector<int> ordinals = parse_gpu_devices(config.gpu_devices()).value_or(std::vector<int>{});
@@ -40,7 +41,6 @@ std::unique_ptr<Backend> make_gpus(const v1::ServerConfig& config) {
                                " (CUDA ordinals 0.." + std::to_string(visible - 1) + ")");
     }
   }
-  if (ordinals.size() == 1) return make_gpu(config, ordinals.front());
   std::vector<std::unique_ptr<Backend>> devices;
   for (int ordinal : ordinals) devices.push_back(make_gpu(config, ordinal));
   return std::make_unique<MultiDeviceBackend>(std::move(devices));

@@ -80,8 +80,16 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
   // devices when next used.
   backend_->on_device_failure([this](std::size_t device, const std::string& reason) {
     const std::size_t dropped = store_->drop_device(device);
+    const std::vector<DeviceInfo> devices = backend_->devices();
     log().error("device_failed device={} ordinal={} images_dropped={} reason=\"{}\"", device,
-                backend_->devices().at(device).ordinal, dropped, reason);
+                devices.at(device).ordinal, dropped, reason);
+    if (std::none_of(devices.begin(), devices.end(),
+                     [](const DeviceInfo& info) { return info.in_service; })) {
+      log().error("no device is in service: health is NOT_SERVING until the server restarts");
+      std::lock_guard lock(serving_mutex_);
+      devices_lost_ = true;
+      if (health_) health_->set_serving(false);
+    }
   });
   cache_ = std::make_unique<FactorCache>(*store_, *backend_, make_repository(config_),
                                          factor_cache_options(config_));
@@ -170,7 +178,7 @@ Server::~Server() {
 
 void Server::set_serving(bool serving) {
   std::lock_guard lock(serving_mutex_);
-  if (serving && stopping_) return;
+  if (serving && (stopping_ || devices_lost_)) return;
   health_->set_serving(serving);
 }
 

@@ -91,6 +91,7 @@ class Server {
   void start_stopping();
   void stop_in_order() noexcept;  // on stopper_
   mutable std::mutex serving_mutex_;  // orders set_serving(true) against the start of a shutdown
+  bool devices_lost_ = false;  // guarded by serving_mutex_; every device failed: never SERVING
   bool stopping_ = false;             // guarded by serving_mutex_
   std::once_flag stop_once_;
   std::chrono::steady_clock::time_point stop_started_;  // set once, in stop_once_

@@ -87,6 +87,10 @@ std::vector<std::string> FactorStore::insert_locked(const std::string& id,
                                                     std::size_t bytes, bool stored) {
   const std::size_t device = factors->device();
   DeviceUsage& usage = devices_[device];
+  if (usage.dropped) {
+    // Made on the device before it failed, arriving after drop_device: it would never be used.
+    throw Unavailable("the device of image '" + id + "' failed while it was made; retry");
+  }
   std::vector<std::string> evicted_ids;
   // Replacing an id frees the old factors first.
   const auto existing = resident_.find(id);
@@ -239,11 +243,17 @@ std::size_t FactorStore::erase(const std::string& id) {
 }
 
 std::size_t FactorStore::drop_device(std::size_t device) {
+  // Let go of after the lock: freeing memory of a failed device is slow and may log.
+  std::vector<std::shared_ptr<const Factors>> released;
   std::lock_guard lock(mutex_);
   if (device >= devices_.size()) return 0;
+  devices_[device].dropped = true;
   std::vector<std::list<const std::string*>::iterator> victims;
   for (auto it = recency_.begin(); it != recency_.end(); ++it) {
-    if (resident_.find(**it)->second.info.device == device) victims.push_back(it);
+    const Entry& entry = resident_.find(**it)->second;
+    if (entry.info.device != device) continue;
+    victims.push_back(it);
+    released.push_back(entry.factors);
   }
   for (auto it = victims.rbegin(); it != victims.rend(); ++it) evict_locked(*it);  // oldest first
   return victims.size();

@@ -61,6 +61,7 @@ struct DeviceUsage {
   std::size_t images = 0;
   std::size_t bytes = 0;
   std::size_t budget_bytes = 0;
+  bool dropped = false;  // drop_device: the device failed, and takes no images any more
 };
 
 // One page of images in id order; next_after is the last id when more follow, else empty.
@@ -116,7 +117,8 @@ class FactorStore {
   std::size_t erase(const std::string& id);
 
   // Lets go of every resident image on `device` (a failed one): they are listed as evicted, and
-  // those the repository holds reload onto another device when used. Returns how many.
+  // those the repository holds reload onto another device when used. Returns how many. Inserts
+  // onto the device are refused (Unavailable) from then on.
   std::size_t drop_device(std::size_t device);
 
   [[nodiscard]] std::vector<DeviceUsage> device_usage() const;  // by Factors::device()

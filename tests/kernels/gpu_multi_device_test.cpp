@@ -11,12 +11,12 @@
 #include <span>
 #include <vector>
 
-#include "device_fault.hpp"
 #include "kernels/errors.hpp"
 #include "kernels/gpu/common/cuda_resources.hpp"
 #include "kernels/gpu/gpu_backend.hpp"
 #include "kernels/multi_device_backend.hpp"
 #include "test_images.hpp"
+#include "tests/support/device_fault.hpp"
 
 namespace svdserve {
 namespace {

@@ -421,6 +421,11 @@ TEST(FactorStore, DroppingADeviceLetsGoOfItsImagesOnly) {
   EXPECT_EQ(store.device_usage()[1].images, 0u);
   EXPECT_EQ(store.device_usage()[1].bytes, 0u);
   EXPECT_EQ(store.evictions(), 0u) << "a failed device is not the budget's doing";
+  EXPECT_TRUE(store.device_usage()[1].dropped);
+  EXPECT_THROW((void)store.insert("late", on_device(1, 10)), Unavailable)
+      << "made on the device before it failed";
+  EXPECT_THROW((void)store.insert_loaded("late", on_device(1, 10)), Unavailable);
+  EXPECT_NO_THROW((void)store.insert("late", on_device(0, 10)));
   EXPECT_EQ(store.drop_device(1), 0u);
   EXPECT_EQ(store.drop_device(7), 0u);
 }

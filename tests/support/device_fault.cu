@@ -1,4 +1,4 @@
-#include "device_fault.hpp"
+#include "tests/support/device_fault.hpp"
 
 namespace svdserve::testing {
 namespace {
