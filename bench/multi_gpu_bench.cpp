@@ -99,21 +99,23 @@ double rate(unsigned threads, double seconds, std::size_t per_call, Work&& work)
   return static_cast<double>(done_at_stop * per_call) / elapsed;
 }
 
-// Each device's pinned device-to-host rate alone, and all of them copying at once (GB/s).
-struct CopyLimits {
+// Each device's pinned device-to-host rate alone (GB/s).
+std::vector<double> d2h_alone(int devices) {
   std::vector<double> alone;
-  double together = 0;
-};
-
-CopyLimits d2h_limits(int devices) {
-  CopyLimits limits;
   for (int d = 0; d < devices; ++d) {
     SVDSERVE_CUDA_CHECK(cudaSetDevice(d));
-    limits.alone.push_back(bench::pinned_d2h_gb_per_s());
+    alone.push_back(bench::pinned_d2h_gb_per_s());
   }
+  return alone;
+}
+
+// Devices 0..devices-1 copying to pinned host memory at once, summed (GB/s): the host's share.
+double d2h_together(int devices) {
   constexpr std::size_t kBytes = std::size_t{256} << 20;
   constexpr int kRepeats = 8;
+  // Timed between two barriers: allocation before the first, freeing after the second.
   std::barrier start(devices + 1);
+  std::barrier done(devices + 1);
   std::vector<std::jthread> copiers;
   for (int d = 0; d < devices; ++d) {
     copiers.emplace_back([&, d] {
@@ -130,14 +132,15 @@ CopyLimits d2h_limits(int devices) {
                                             cudaMemcpyDeviceToHost, stream.view().value()));
       }
       SVDSERVE_CUDA_CHECK(cudaStreamSynchronize(stream.view().value()));
+      done.arrive_and_wait();
     });
   }
   start.arrive_and_wait();
   const auto began = Clock::now();
-  copiers.clear();
+  done.arrive_and_wait();
   const double elapsed = std::chrono::duration<double>(Clock::now() - began).count();
-  limits.together = static_cast<double>(devices) * kRepeats * kBytes / elapsed / 1e9;
-  return limits;
+  copiers.clear();
+  return static_cast<double>(devices) * kRepeats * kBytes / elapsed / 1e9;
 }
 
 double decompose_rate(Backend& backend, int devices, const std::vector<DecodedImage>& images,
@@ -229,10 +232,16 @@ int main(int argc, char** argv) {
                 image_bytes);
   }
 
-  const CopyLimits limits = d2h_limits(visible);
-  std::printf("pinned D2H GB/s alone:");
-  for (double gb : limits.alone) std::printf(" %.1f", gb);
-  std::printf("; all %d at once: %.1f\n\n", visible, limits.together);
+  const std::vector<double> alone = d2h_alone(visible);
+  std::vector<double> together(visible + 1, 0.0);
+  std::printf("pinned D2H GB/s, each device alone:");
+  for (double gb : alone) std::printf(" %.1f", gb);
+  std::printf("; devices 0..N-1 at once:");
+  for (int n : counts) {
+    together[n] = d2h_together(n);
+    std::printf(" N=%d %.1f", n, together[n]);
+  }
+  std::printf("\n\n");
 
   std::printf("%-14s %14s %10s %16s %10s %12s %12s\n", "GPUs", "decompose/s", "x N*one",
               "reconstruct/s", "GB/s", "% sum D2H", "% together");
@@ -245,12 +254,12 @@ int main(int argc, char** argv) {
       const double reconstruct = reconstruct_rate(*backend, n, images, seconds);
       if (n == 1 && !sharded) one_decompose = decompose;
       double sum_limit = 0;
-      for (int d = 0; d < n; ++d) sum_limit += limits.alone[d];
+      for (int d = 0; d < n; ++d) sum_limit += alone[d];
       const double gb = reconstruct * output_gb;
       const std::string label = std::to_string(n) + (n == 1 && sharded ? " (sharded)" : "");
       std::printf("%-14s %14.1f %10.3f %16.1f %10.1f %11.1f%% %11.1f%%\n", label.c_str(),
                   decompose, decompose / (n * one_decompose), reconstruct, gb,
-                  100 * gb / sum_limit, n == visible ? 100 * gb / limits.together : 0.0);
+                  100 * gb / sum_limit, 100 * gb / together[n]);
     }
   }
   std::printf("\ntargets: decompose >= 0.9 x N x one GPU; reconstruct >= 90 %% of the summed "

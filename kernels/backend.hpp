@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <new>
 #include <span>
@@ -160,6 +161,23 @@ class Backend {
 
   [[nodiscard]] virtual BackendMetrics metrics() const { return {}; }
 
+ protected:
+  // reconstruct() for a backend whose work is reconstruct_async(): waits for its completion and
+  // rethrows its error.
+  void reconstruct_and_wait(std::span<const ReconstructItem> items) {
+    std::promise<void> finished;
+    reconstruct_async({items.begin(), items.end()}, [&](std::exception_ptr error) {
+      if (error) {
+        finished.set_exception(error);
+      } else {
+        finished.set_value();
+      }
+    });
+    finished.get_future().get();
+  }
+
+ public:
+
   // The devices, in Factors::device() order, and each one's metrics in the same order.
   [[nodiscard]] virtual std::vector<DeviceInfo> devices() const {
     return {DeviceInfo{.ordinal = 0,
@@ -167,6 +185,10 @@ class Backend {
                        .default_memory_budget_bytes = default_memory_budget_bytes()}};
   }
   [[nodiscard]] virtual std::vector<BackendMetrics> device_metrics() const { return {metrics()}; }
+
+  // Whether the device still runs work (a small copy, waited for): after one device's context is
+  // lost, the CUDA driver may have lost the others of the process too.
+  [[nodiscard]] virtual bool responds() noexcept { return true; }
 
   // Called (from the thread that saw the failure) once per device taken out of service, with
   // what failed, so that the server logs it and the factor store drops what that device held:

@@ -1,7 +1,6 @@
 #include "kernels/multi_device_backend.hpp"
 
 #include <algorithm>
-#include <future>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -222,15 +221,7 @@ HostFactors MultiDeviceBackend::to_host(const Factors& factors) {
 }
 
 void MultiDeviceBackend::reconstruct(std::span<const ReconstructItem> items) {
-  std::promise<void> finished;
-  reconstruct_async({items.begin(), items.end()}, [&](std::exception_ptr error) {
-    if (error) {
-      finished.set_exception(error);
-    } else {
-      finished.set_value();
-    }
-  });
-  finished.get_future().get();
+  reconstruct_and_wait(items);
 }
 
 void MultiDeviceBackend::reconstruct_async(std::vector<ReconstructItem> items, Completion done) {
@@ -354,6 +345,19 @@ void MultiDeviceBackend::on_device_failure(DeviceFailureHandler handler) {
 void MultiDeviceBackend::take_out_of_service(std::size_t device, const std::string& reason) {
   if (device >= loads_.size()) throw InvalidArgument("no device " + std::to_string(device));
   if (!loads_[device]->in_service.exchange(false)) return;  // already out
+  notify_failure(device, reason);
+  // A lost context may take the process's others with it (the CUDA driver says a sticky error
+  // leaves the process unusable; on H200 hosts it does): the devices that no longer run a copy go
+  // too, so that work is not placed where it can only fail.
+  for (std::size_t other = 0; other < loads_.size(); ++other) {
+    if (!loads_[other]->in_service.load() || devices_[other]->responds()) continue;
+    if (!loads_[other]->in_service.exchange(false)) continue;
+    notify_failure(other, "stopped responding after device " + std::to_string(ordinals_[device]) +
+                              " failed: " + reason);
+  }
+}
+
+void MultiDeviceBackend::notify_failure(std::size_t device, const std::string& reason) {
   DeviceFailureHandler handler;
   {
     std::lock_guard lock(handler_mutex_);

@@ -8,7 +8,9 @@
 // A device that fails (DeviceFailure) is taken out of service: calls for its images fail with
 // UNAVAILABLE, the failure handler lets the store drop them so that they reload from the
 // repository onto the others, and placement skips it. A Decompose or a load that fails with its
-// device is retried once on another.
+// device is retried once on another. The other devices are then probed (Backend::responds): a
+// sticky CUDA error may leave the whole process unusable, and those that no longer respond go
+// out of service too; with none left, the server stops (server/process).
 
 #include <atomic>
 #include <cstddef>
@@ -77,6 +79,7 @@ class MultiDeviceBackend final : public Backend {
   void reconstruct_on(std::size_t device, std::vector<ReconstructItem> items, Completion done);
   // A DeviceFailure takes `device` out of service and becomes what clients see; others pass.
   [[nodiscard]] std::exception_ptr for_clients(std::size_t device, std::exception_ptr error);
+  void notify_failure(std::size_t device, const std::string& reason);
   [[nodiscard]] std::shared_ptr<const Factors> wrap(std::size_t device,
                                                     std::shared_ptr<const Factors> factors) const;
 

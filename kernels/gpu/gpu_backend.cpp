@@ -6,7 +6,6 @@
 #include <atomic>
 #include <mutex>
 #include <cmath>
-#include <future>
 #include <string>
 
 #include "kernels/cpu/worker_pool.hpp"
@@ -167,15 +166,7 @@ class GpuBackend final : public Backend {
   }
 
   void reconstruct(std::span<const ReconstructItem> items) override {
-    std::promise<void> finished;
-    reconstruct_async({items.begin(), items.end()}, [&](std::exception_ptr error) {
-      if (error) {
-        finished.set_exception(error);
-      } else {
-        finished.set_value();
-      }
-    });
-    finished.get_future().get();  // rethrows the batch's error
+    reconstruct_and_wait(items);
   }
 
   void reconstruct_async(std::vector<ReconstructItem> items, Completion done) override {
@@ -241,6 +232,14 @@ class GpuBackend final : public Backend {
                        .numa_known = numa_node_ >= 0}};
   }
 
+  [[nodiscard]] bool responds() noexcept override {
+    if (cudaSetDevice(options_.device) != cudaSuccess) return false;
+    const bool ok = cudaMemset(probe_.data(), 0, probe_.size()) == cudaSuccess &&
+                    cudaDeviceSynchronize() == cudaSuccess;
+    if (!ok) (void)cudaGetLastError();
+    return ok;
+  }
+
   void start_profiling() override { SVDSERVE_CUDA_CHECK(cudaProfilerStart()); }
   void stop_profiling() override { SVDSERVE_CUDA_CHECK(cudaProfilerStop()); }
 
@@ -261,6 +260,7 @@ class GpuBackend final : public Backend {
   std::string reconstruct_range_;
   bool wgmma_operands_;
   int numa_node_ = -1;
+  DeviceBuffer probe_{sizeof(float)};  // what responds() writes
   std::size_t budget_bytes_ = 0;
   std::size_t total_bytes_ = 0;
   std::atomic<uint64_t> svd_matrices_{0};

@@ -53,6 +53,10 @@ grpc::Status to_status(std::exception_ptr error) {
   if (!error) return grpc::Status::OK;
   try {
     std::rethrow_exception(error);
+  } catch (const DeviceFailure& e) {
+    // The backend says which device failed in its own Unavailable; this one names a CUDA call.
+    log().error("device failure: {}", e.what());
+    return {grpc::StatusCode::UNAVAILABLE, "a GPU of the server failed; retry"};
   } catch (const Error& e) {
     return {code_for(e.kind()), shortened(e.what(), kMaxStatusMessageBytes - kEllipsis.size())};
   } catch (const std::bad_alloc&) {

@@ -41,8 +41,19 @@ std::unique_ptr<Backend> make_gpus(const v1::ServerConfig& config) {
                                " (CUDA ordinals 0.." + std::to_string(visible - 1) + ")");
     }
   }
+  // A device that cannot start (failed, or taken by another process) is left out, and the
+  // server runs on the others: its images reload onto them from the repository.
   std::vector<std::unique_ptr<Backend>> devices;
-  for (int ordinal : ordinals) devices.push_back(make_gpu(config, ordinal));
+  for (int ordinal : ordinals) {
+    try {
+      devices.push_back(make_gpu(config, ordinal));
+    } catch (const Error& e) {
+      log().error("gpu_device_left_out ordinal={} reason=\"{}\"", ordinal, e.what());
+    }
+  }
+  if (devices.empty()) {
+    throw FailedPrecondition("none of the GPUs in gpu_devices could be started; the log says why");
+  }
   return std::make_unique<MultiDeviceBackend>(std::move(devices));
 }
 #endif

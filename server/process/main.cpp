@@ -22,6 +22,7 @@ constexpr int kExitOk = 0;
 constexpr int kExitBadConfig = 2;
 constexpr int kExitStartFailed = 3;
 constexpr int kExitDrainTimedOut = 4;
+constexpr int kExitDevicesLost = 5;  // every GPU failed: a supervisor restarts the process
 
 // Blocks SIGINT/SIGTERM in every thread (threads inherit the mask) so that sigwait() in main is
 // the only place they are handled: no work happens inside a signal handler.
@@ -63,6 +64,9 @@ int main(int argc, char** argv) {
 
   try {
     svdserve::Server server(config);
+    // The CUDA state of this process is gone: drain what can be answered and exit, so that a
+    // supervisor (docker --restart, Kubernetes) starts a process that can compute again.
+    server.on_devices_lost([] { kill(getpid(), SIGTERM); });
     // --load-dir runs beside the wait for a signal, so that SIGTERM during a long load still
     // shuts down within drain_timeout_ms. A load that fails wakes the wait with SIGTERM itself.
     std::atomic<bool> load_failed{false};
@@ -94,6 +98,7 @@ int main(int argc, char** argv) {
       std::_Exit(kExitDrainTimedOut);
     }
     if (load_failed) return kExitStartFailed;
+    if (server.devices_lost()) return kExitDevicesLost;
   } catch (const std::exception& e) {
     svdserve::log().critical("svdserve failed: {}", e.what());
     return kExitStartFailed;

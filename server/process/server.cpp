@@ -85,10 +85,15 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                 devices.at(device).ordinal, dropped, reason);
     if (std::none_of(devices.begin(), devices.end(),
                      [](const DeviceInfo& info) { return info.in_service; })) {
-      log().error("no device is in service: health is NOT_SERVING until the server restarts");
-      std::lock_guard lock(serving_mutex_);
-      devices_lost_ = true;
-      if (health_) health_->set_serving(false);
+      log().error("no device is in service: health is NOT_SERVING; the server must restart");
+      std::function<void()> lost;
+      {
+        std::lock_guard lock(serving_mutex_);
+        devices_lost_ = true;
+        if (health_) health_->set_serving(false);
+        lost = on_devices_lost_;
+      }
+      if (lost) lost();
     }
   });
   cache_ = std::make_unique<FactorCache>(*store_, *backend_, make_repository(config_),
@@ -180,6 +185,16 @@ void Server::set_serving(bool serving) {
   std::lock_guard lock(serving_mutex_);
   if (serving && (stopping_ || devices_lost_)) return;
   health_->set_serving(serving);
+}
+
+void Server::on_devices_lost(std::function<void()> handler) {
+  std::lock_guard lock(serving_mutex_);
+  on_devices_lost_ = std::move(handler);
+}
+
+bool Server::devices_lost() const {
+  std::lock_guard lock(serving_mutex_);
+  return devices_lost_;
 }
 
 bool Server::stopping() const {

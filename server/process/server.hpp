@@ -11,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,10 @@ class Server {
 
   // Marks the server SERVING in grpc.health.v1; once a shutdown has begun it stays NOT_SERVING.
   void set_serving(bool serving);
+  // Called once every device of the backend has failed (a lost CUDA context can take the whole
+  // process's with it): health is NOT_SERVING by then, and only a new process computes again.
+  void on_devices_lost(std::function<void()> handler);
+  [[nodiscard]] bool devices_lost() const;
   // Whether a shutdown has begun.
   [[nodiscard]] bool stopping() const;
 
@@ -92,6 +97,7 @@ class Server {
   void stop_in_order() noexcept;  // on stopper_
   mutable std::mutex serving_mutex_;  // orders set_serving(true) against the start of a shutdown
   bool devices_lost_ = false;  // guarded by serving_mutex_; every device failed: never SERVING
+  std::function<void()> on_devices_lost_;  // guarded by serving_mutex_
   bool stopping_ = false;             // guarded by serving_mutex_
   std::once_flag stop_once_;
   std::chrono::steady_clock::time_point stop_started_;  // set once, in stop_once_

@@ -115,4 +115,15 @@ TEST_F(GpuCudaCheckTest, RefusedOutputMemoryDoesNotFailTheNextReconstruct) {
 }
 
 }  // namespace
+// Errors that leave a device's context unusable are DeviceFailure, from the runtime's checks and
+// from a driver call's CUresult alike; others stay InternalError. Host code: no device needed.
+TEST(CudaCheck, ErrorsThatLoseTheDeviceAreDeviceFailures) {
+  EXPECT_THROW(SVDSERVE_CUDA_CHECK(cudaErrorLaunchFailure), DeviceFailure);
+  EXPECT_THROW(SVDSERVE_CUDA_CHECK(cudaErrorIllegalAddress), DeviceFailure);
+  EXPECT_THROW(SVDSERVE_CUDA_CHECK(cudaErrorInvalidValue), InternalError);
+  EXPECT_THROW(SVDSERVE_CUDA_CHECK(cudaErrorMemoryAllocation), ResourceExhausted);
+  EXPECT_THROW(gpu::detail::throw_driver_error(719, "launch failed"), DeviceFailure);  // LAUNCH_FAILED
+  EXPECT_THROW(gpu::detail::throw_driver_error(1, "invalid value"), InternalError);
+}
+
 }  // namespace svdserve::test

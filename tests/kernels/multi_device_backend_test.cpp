@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "backend_calls.hpp"
 #include "kernels/errors.hpp"
 
 namespace svdserve {
@@ -57,6 +58,8 @@ class FailingDevice final : public Backend {
     fail_if_armed();
     return inner_->from_host(factors);
   }
+  // As a GPU whose context went with another's: no longer runs a copy once armed.
+  [[nodiscard]] bool responds() noexcept override { return !armed_; }
   void start_profiling() override {}
   void stop_profiling() override {}
 
@@ -85,23 +88,12 @@ class MultiDeviceBackendTest : public ::testing::Test {
     });
   }
 
-  std::shared_ptr<const Factors> decompose(Backend& backend, uint32_t seed) {
-    const ImageF32 image = random_image(seed);
-    const ImageF32* images[] = {&image};
-    return backend.decompose(std::span<const ImageF32* const>(images), kRank).front();
+  static std::shared_ptr<const Factors> decompose(Backend& backend, uint32_t seed) {
+    return test::decompose_one(backend, random_image(seed), kRank);
   }
-
   static std::vector<std::vector<std::byte>> reconstruct(
       Backend& backend, const std::vector<std::shared_ptr<const Factors>>& factors) {
-    std::vector<std::vector<std::byte>> pixels(factors.size(),
-                                               std::vector<std::byte>(kShape.values()));
-    std::vector<ReconstructItem> items;
-    for (std::size_t i = 0; i < factors.size(); ++i) {
-      items.push_back({factors[i].get(), kRank - static_cast<uint32_t>(i % 3), OutputPixels::u8,
-                       pixels[i]});
-    }
-    backend.reconstruct(items);
-    return pixels;
+    return test::reconstruct_all(backend, factors, kRank, 3);
   }
 
   FailingDevice* failing_ = nullptr;
@@ -191,6 +183,35 @@ TEST_F(MultiDeviceBackendTest, WithEveryDeviceFailedCallsAreUnavailable) {
   for (std::size_t d = 0; d < 3; ++d) backend_->take_out_of_service(d, "test");
   EXPECT_THROW((void)decompose(*backend_, 1), Unavailable);
   EXPECT_THROW((void)backend_->allocate_output_memory(64), Unavailable);
+}
+
+TEST(MultiDeviceBackend, DevicesThatStopRespondingWithAFailedOneGoOutOfServiceToo) {
+  std::vector<std::unique_ptr<Backend>> devices;
+  auto first = std::make_unique<FailingDevice>();
+  auto second = std::make_unique<FailingDevice>();
+  FailingDevice& failing_first = *first;
+  FailingDevice& failing_second = *second;
+  devices.push_back(std::move(first));
+  devices.push_back(std::move(second));
+  devices.push_back(make_cpu_backend({.threads = 1}));
+  MultiDeviceBackend backend(std::move(devices));
+  std::vector<std::pair<std::size_t, std::string>> failed;
+  backend.on_device_failure(
+      [&](std::size_t device, const std::string& reason) { failed.emplace_back(device, reason); });
+  failing_first.arm();
+  failing_second.arm();  // the driver lost both
+  const ImageF32 image = random_image(1);
+  EXPECT_NE(test::decompose_one(backend, image, kRank)->device(), 0u) << "retried elsewhere";
+  ASSERT_EQ(failed.size(), 2u);
+  EXPECT_EQ(failed[0].first, 0u);
+  EXPECT_EQ(failed[1].first, 1u);
+  EXPECT_NE(failed[1].second.find("stopped responding after device"), std::string::npos)
+      << failed[1].second;
+  const std::vector<DeviceInfo> infos = backend.devices();
+  EXPECT_FALSE(infos[0].in_service);
+  EXPECT_FALSE(infos[1].in_service);
+  EXPECT_TRUE(infos[2].in_service) << "the one that still runs stays";
+  EXPECT_EQ(test::decompose_one(backend, image, kRank)->device(), 2u);
 }
 
 TEST(MultiDeviceBackend, NeedsADevice) {

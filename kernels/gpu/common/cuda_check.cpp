@@ -80,6 +80,11 @@ void throw_cusolver_error(cusolverStatus_t status, const char* call, const char*
   throw InternalError(message);
 }
 
+void throw_driver_error(int result, const std::string& message) {
+  if (loses_the_device(static_cast<cudaError_t>(result))) throw DeviceFailure(message);
+  throw InternalError(message);
+}
+
 void log_if_failed(cudaError_t error, const char* call) noexcept {
   if (error != cudaSuccess) {
     static_cast<void>(cudaGetLastError());

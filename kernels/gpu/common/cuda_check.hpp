@@ -22,6 +22,9 @@ namespace svdserve::gpu::detail {
                                      int line);
 [[noreturn]] void throw_cusolver_error(cusolverStatus_t status, const char* call, const char* file,
                                        int line);
+// A failed CUDA driver call (CUresult; the driver and the runtime number the errors that lose a
+// device alike): DeviceFailure for those, else InternalError.
+[[noreturn]] void throw_driver_error(int result, const std::string& message);
 
 }  // namespace svdserve::gpu::detail
 

@@ -57,10 +57,12 @@ bool encode_output_map(ReconstructTask& task, const ImageShape& shape) {
       element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
       CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (result != CUDA_SUCCESS) {
-    throw InternalError("cuTensorMapEncodeTiled refused the output of a " +
-                        std::to_string(shape.width) + " x " + std::to_string(shape.height) +
-                        " x " + std::to_string(shape.channels) + " image (CUresult " +
-                        std::to_string(static_cast<int>(result)) + ")");
+    detail::throw_driver_error(static_cast<int>(result),
+                               "cuTensorMapEncodeTiled refused the output of a " +
+                                   std::to_string(shape.width) + " x " +
+                                   std::to_string(shape.height) + " x " +
+                                   std::to_string(shape.channels) + " image (CUresult " +
+                                   std::to_string(static_cast<int>(result)) + ")");
   }
   task.out_map_encoded = 1;
   return true;

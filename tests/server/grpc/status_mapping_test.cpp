@@ -40,6 +40,13 @@ INSTANTIATE_TEST_SUITE_P(
                       KindCase{ErrorKind::unauthenticated, grpc::StatusCode::UNAUTHENTICATED}),
     [](const auto& test_info) { return code_name(test_info.param.code); });
 
+TEST(StatusMapping, ADeviceFailureIsUnavailableWithoutItsCudaCall) {
+  const grpc::Status status = to_status(std::make_exception_ptr(
+      DeviceFailure("CUDA error cudaErrorIllegalAddress in cudaMemcpyAsync at kernels/gpu/x.cpp:9")));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(status.error_message(), "a GPU of the server failed; retry");
+}
+
 TEST(StatusMapping, TypedErrorsMapThroughTheirBaseClass) {
   EXPECT_EQ(to_status(std::make_exception_ptr(InvalidArgument("x"))).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
