@@ -1,6 +1,7 @@
 #include "kernels/multi_device_backend.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -98,6 +99,7 @@ MultiDeviceBackend::MultiDeviceBackend(std::vector<std::unique_ptr<Backend>> dev
 // The devices go first, last one first: each finishes its posted batches, whose completions use
 // loads_, the names and the failure handler, and may ask about the devices still there.
 MultiDeviceBackend::~MultiDeviceBackend() {
+  closing_ = true;  // a failure reported now probes no device: some are gone
   while (!devices_.empty()) devices_.pop_back();
 }
 
@@ -346,6 +348,7 @@ void MultiDeviceBackend::take_out_of_service(std::size_t device, const std::stri
   if (device >= loads_.size()) throw InvalidArgument("no device " + std::to_string(device));
   if (!loads_[device]->in_service.exchange(false)) return;  // already out
   notify_failure(device, reason);
+  if (closing_.load()) return;
   // A lost context may take the process's others with it (the CUDA driver says a sticky error
   // leaves the process unusable; on H200 hosts it does): the devices that no longer run a copy go
   // too, so that work is not placed where it can only fail.
@@ -363,7 +366,16 @@ void MultiDeviceBackend::notify_failure(std::size_t device, const std::string& r
     std::lock_guard lock(handler_mutex_);
     handler = failure_handler_;
   }
-  if (handler) handler(device, reason);
+  if (!handler) return;
+  // It runs on the thread that met the failure (a completion thread among them): nothing of it
+  // may escape there.
+  try {
+    handler(device, reason);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "svdserve: the device failure handler threw: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "svdserve: the device failure handler threw\n");
+  }
 }
 
 void MultiDeviceBackend::start_profiling() {

@@ -88,6 +88,7 @@ class MultiDeviceBackend final : public Backend {
   std::string name_;           // the devices' kind, "gpu"
   std::vector<int> ordinals_;  // each device's own (CUDA) ordinal, for messages
   std::vector<std::size_t> budgets_;  // each device's factor budget, for placement
+  std::atomic<bool> closing_{false};  // the destructor has begun
   mutable std::mutex handler_mutex_;
   DeviceFailureHandler failure_handler_;  // guarded by handler_mutex_
 };

@@ -89,9 +89,9 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
       std::function<void()> lost;
       {
         std::lock_guard lock(serving_mutex_);
+        if (!devices_lost_) lost = on_devices_lost_;  // once, however many devices go together
         devices_lost_ = true;
         if (health_) health_->set_serving(false);
-        lost = on_devices_lost_;
       }
       if (lost) lost();
     }
@@ -188,8 +188,13 @@ void Server::set_serving(bool serving) {
 }
 
 void Server::on_devices_lost(std::function<void()> handler) {
-  std::lock_guard lock(serving_mutex_);
-  on_devices_lost_ = std::move(handler);
+  bool already_lost = false;
+  {
+    std::lock_guard lock(serving_mutex_);
+    on_devices_lost_ = handler;
+    already_lost = devices_lost_;
+  }
+  if (already_lost && handler) handler();  // lost while the server was starting
 }
 
 bool Server::devices_lost() const {

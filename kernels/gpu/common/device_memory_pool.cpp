@@ -67,7 +67,14 @@ void DeviceMemoryPool::release(void* pointer, std::size_t bytes) noexcept {
   int current = device_;
   SVDSERVE_CUDA_CHECK_NOTHROW(cudaGetDevice(&current));
   if (current != device_) SVDSERVE_CUDA_CHECK_NOTHROW(cudaSetDevice(device_));
-  SVDSERVE_CUDA_CHECK_NOTHROW(cudaFreeAsync(pointer, free_stream_.view().value()));
+  const cudaError_t status = cudaFreeAsync(pointer, free_stream_.view().value());
+  if (status != cudaSuccess) {
+    // A lost device fails every free of its images: say so once, not once per image.
+    if (!free_failed_.exchange(true)) {
+      detail::log_if_failed(status, "cudaFreeAsync (later failures of this pool are not logged)");
+    }
+    (void)cudaGetLastError();
+  }
   if (current != device_) SVDSERVE_CUDA_CHECK_NOTHROW(cudaSetDevice(current));
   used_bytes_.fetch_sub(bytes);
 }

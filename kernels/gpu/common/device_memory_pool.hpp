@@ -55,6 +55,7 @@ class DeviceMemoryPool {
   void release(void* pointer, std::size_t bytes) noexcept;
 
   const int device_;
+  std::atomic<bool> free_failed_{false};  // a free failed: the device is lost
   const std::size_t limit_bytes_;
   cudaMemPool_t pool_ = nullptr;
   Stream free_stream_;
