@@ -154,7 +154,11 @@ std::shared_ptr<const Factors> FactorStore::find(const std::string& id) {
   std::lock_guard lock(mutex_);
   auto it = resident_.find(id);
   if (it == resident_.end()) {
-    if (evicted_.contains(id)) {
+    if (const auto evicted = evicted_.find(id); evicted != evicted_.end()) {
+      if (evicted->second.lost_with_device) {
+        throw NotFound("image '" + id + "' was on a device that failed, and no repository "
+                       "holds it; decompose it again");
+      }
       throw NotFound("image '" + id +
                      "' was evicted to fit the memory budget; decompose it again");
     }
@@ -250,8 +254,9 @@ std::size_t FactorStore::drop_device(std::size_t device) {
   devices_[device].dropped = true;
   std::vector<std::list<const std::string*>::iterator> victims;
   for (auto it = recency_.begin(); it != recency_.end(); ++it) {
-    const Entry& entry = resident_.find(**it)->second;
+    Entry& entry = resident_.find(**it)->second;
     if (entry.info.device != device) continue;
+    entry.info.lost_with_device = true;
     victims.push_back(it);
     released.push_back(entry.factors);
   }

@@ -52,6 +52,7 @@ struct StoredImageInfo {
   bool resident = true;
   bool stored = false;  // the repository holds the factors: reloaded when used
   std::size_t device = 0;  // Factors::device() while resident
+  bool lost_with_device = false;  // dropped when its device failed (drop_device)
   int64_t created_unix_ms = 0;
   int64_t last_used_unix_ms = 0;
 };

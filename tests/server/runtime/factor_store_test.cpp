@@ -418,6 +418,9 @@ TEST(FactorStore, DroppingADeviceLetsGoOfItsImagesOnly) {
   EXPECT_FALSE(store.info("b1")->resident);
   EXPECT_FALSE(store.info("c1")->resident);
   EXPECT_TRUE(store.info("c1")->stored) << "the repository still holds it";
+  EXPECT_NE(error_message<NotFound>([&] { (void)store.find("b1"); })
+                .find("was on a device that failed, and no repository holds it"),
+            std::string::npos);
   EXPECT_EQ(store.device_usage()[1].images, 0u);
   EXPECT_EQ(store.device_usage()[1].bytes, 0u);
   EXPECT_EQ(store.evictions(), 0u) << "a failed device is not the budget's doing";
