@@ -6,6 +6,7 @@
 
 #include "client/bearer_token.hpp"
 #include "client/cli/report.hpp"
+#include "client/cli/server_address.hpp"
 #include "client/status_text.hpp"
 
 namespace svdserve::cli {
@@ -15,9 +16,9 @@ constexpr std::string_view kProgram = "svdserve-cli";
 
 const std::vector<OptionSpec>& global_options() {
   static const std::vector<OptionSpec> options = {
-      {"server", "HOST:PORT[,...]",
-       "server or load balancer address, or several replicas (repeat it, or a,b,c); default "
-       "$SVDSERVE_SERVER, else localhost:50051"},
+      {"server", "HOST[:PORT][,...]",
+       "server or load balancer address (port 50051 when none is given), or several replicas "
+       "(repeat it, or a,b,c); default $SVDSERVE_SERVER, else localhost:50051"},
       {"timeout", "SECONDS", "deadline of each call; 0 for none (default 60)"},
       {"tls", "", "connect with TLS (implied by --ca, --cert and --key)"},
       {"ca", "FILE", "TLS: PEM CAs that may sign the server's certificate (default: the "
@@ -87,8 +88,8 @@ std::vector<OptionSpec> merged_options(const Command& command) {
 void add_servers(std::string_view list, std::vector<std::string>& servers) {
   while (true) {
     const auto comma = list.find(',');
-    const std::string server(list.substr(0, comma));
-    if (server.empty()) throw UsageError("--server expects HOST:PORT[,HOST:PORT...]");
+    if (list.substr(0, comma).empty()) throw UsageError("--server expects HOST:PORT[,HOST:PORT...]");
+    const std::string server = with_default_port(std::string(list.substr(0, comma)));
     if (std::ranges::find(servers, server) == servers.end()) servers.push_back(server);
     if (comma == std::string_view::npos) break;
     list.remove_prefix(comma + 1);

@@ -5,12 +5,29 @@
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "client/cli/args.hpp"
 #include "client/image_files.hpp"
 
 namespace svdserve::cli {
 namespace {
+
+// The PNM formats hold one layout each: PGM and PBM grey, PPM colour. The others take 1, 3 or 4
+// channels as they come.
+cv::Mat with_channels_for(const std::string& extension, const cv::Mat& image) {
+  const int channels = image.channels();
+  cv::Mat converted;
+  if ((extension == "pgm" || extension == "pbm") && channels != 1) {
+    cv::cvtColor(image, converted, channels == 4 ? cv::COLOR_BGRA2GRAY : cv::COLOR_BGR2GRAY);
+    return converted;
+  }
+  if (extension == "ppm" && channels != 3) {
+    cv::cvtColor(image, converted, channels == 1 ? cv::COLOR_GRAY2BGR : cv::COLOR_BGRA2BGR);
+    return converted;
+  }
+  return image;
+}
 
 std::uint64_t encode_u8(const std::filesystem::path& out, const v1::Shape& shape, const std::string& pixels) {
   const std::uint64_t expected =
@@ -26,9 +43,10 @@ std::uint64_t encode_u8(const std::filesystem::path& out, const v1::Shape& shape
                       const_cast<char*>(pixels.data()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
   bool written = false;
   try {
-    written = cv::imwrite(out.string(), image);
+    written = cv::imwrite(out.string(), with_channels_for(lower_case_extension(out), image));
   } catch (const cv::Exception& error) {
-    throw std::runtime_error("cannot encode " + out.string() + ": " + error.what());
+    throw std::runtime_error("cannot encode " + out.string() + " (" +
+                             std::to_string(shape.channels()) + " channels)");
   }
   if (!written) throw std::runtime_error("cannot encode or write " + out.string());
   std::error_code error;
@@ -64,7 +82,14 @@ v1::OutputFormat choose_output_format(const std::optional<std::string>& flag, co
   const std::string extension = lower_case_extension(out);
   if (extension == "png") return v1::OUTPUT_FORMAT_PNG;
   if (extension == "jpg" || extension == "jpeg") return v1::OUTPUT_FORMAT_JPEG;
-  return v1::OUTPUT_FORMAT_RAW_U8;
+  // Other image names are encoded here; raw names (or none) get the pixels as they are.
+  if (has_image_extension(out) || extension.empty() || extension == "raw" || extension == "u8" ||
+      extension == "bin") {
+    return v1::OUTPUT_FORMAT_RAW_U8;
+  }
+  throw UsageError("cannot tell the output format from '" + out.filename().string() +
+                   "': name it .png, .jpg or another image type, .raw for the bare pixels, or pass "
+                   "--format");
 }
 
 bool encodes_locally(v1::OutputFormat format, const std::filesystem::path& out) {

@@ -1,5 +1,7 @@
 #include "client/cli/report.hpp"
 
+#include <regex>
+#include <set>
 #include <string>
 
 #include <google/protobuf/util/json_util.h>
@@ -22,6 +24,51 @@ int exit_code_for_items(std::uint64_t succeeded, std::uint64_t failed, std::uint
   return to_int(ExitCode::failed);
 }
 
+namespace {
+
+// The names of the 64-bit integer fields of `type` and of the messages in it.
+void int64_field_names(const google::protobuf::Descriptor* type, std::set<std::string>& names,
+                       std::set<const google::protobuf::Descriptor*>& seen) {
+  if (!seen.insert(type).second) return;
+  for (int i = 0; i < type->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = type->field(i);
+    switch (field->cpp_type()) {
+      case google::protobuf::FieldDescriptor::CPPTYPE_INT64:
+      case google::protobuf::FieldDescriptor::CPPTYPE_UINT64:
+        names.insert(field->name());
+        break;
+      case google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE:
+        int64_field_names(field->message_type(), names, seen);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// Protobuf's JSON writes 64-bit integers as strings ("bytes": "1024"); scripts want numbers.
+// Unquotes the values of the message's 64-bit integer fields.
+std::string with_int64_as_numbers(const std::string& json,
+                                  const google::protobuf::Descriptor* type) {
+  std::set<std::string> names;
+  std::set<const google::protobuf::Descriptor*> seen;
+  int64_field_names(type, names, seen);
+  static const std::regex kQuotedInteger(R"re("([A-Za-z0-9_]+)": "(-?[0-9]+)")re");
+  std::string out;
+  auto last = json.cbegin();
+  for (std::sregex_iterator it(json.begin(), json.end(), kQuotedInteger), end; it != end; ++it) {
+    const std::smatch& match = *it;
+    out.append(last, match[0].first);
+    out += names.contains(match[1].str()) ? '"' + match[1].str() + "\": " + match[2].str()
+                                          : match[0].str();
+    last = match[0].second;
+  }
+  out.append(last, json.cend());
+  return out;
+}
+
+}  // namespace
+
 void print_json(std::ostream& out, const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
@@ -33,6 +80,7 @@ void print_json(std::ostream& out, const google::protobuf::Message& message) {
     out << "{\"error\": \"cannot print as JSON\"}\n";
     return;
   }
+  text = with_int64_as_numbers(text, message.GetDescriptor());
   out << text;
   if (!text.ends_with('\n')) out << '\n';
 }

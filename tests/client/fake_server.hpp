@@ -148,6 +148,8 @@ class FakeSvdServe final : public v1::SvdServe::Service {
                              v1::GetServerInfoResponse* response) override {
     response->set_version("fake");
     response->set_backend("cpu");
+    response->set_memory_budget_bytes(uint64_t{1} << 40);  // a 64-bit value
+    response->set_started_unix_ms(-5);
     return grpc::Status::OK;
   }
 

@@ -213,6 +213,10 @@ int run_bench(CommandContext& context, const ParsedArgs& args) {
     if (!probed) return report_error(context.err(), probed.status());
     workload->response_bytes = *probed;
     echo = loadgen::echo_workload_like(*workload, workload->response_bytes);
+  } else if (options.real_op != "decompose") {
+    // The report gives the real response's size: one call, not measured. A call that fails here
+    // fails in the run too, which counts it by its code.
+    if (const auto probed = workload->probe(pool.for_caller(0))) workload->response_bytes = *probed;
   }
 
   const bool decomposes = options.real_op == "decompose";

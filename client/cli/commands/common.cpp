@@ -54,7 +54,11 @@ std::uint32_t jpeg_quality_from(const ParsedArgs& args, v1::OutputFormat format)
 std::vector<ImageItem> collect_images(const std::filesystem::path& path, bool recursive,
                                       const std::optional<std::string>& explicit_id) {
   std::error_code error;
-  if (!std::filesystem::exists(path, error)) throw UsageError("no such file or folder: " + path.string());
+  // A file that is not there is exit code 1, as for every command that reads one (not a usage
+  // error: the command line was right).
+  if (!std::filesystem::exists(path, error)) {
+    throw std::runtime_error("no such file or folder: " + path.string());
+  }
   if (!std::filesystem::is_directory(path, error)) {
     return {ImageItem{path, explicit_id.value_or(path.filename().string())}};
   }

@@ -2,6 +2,7 @@
 // server (exit 3). Nothing listens on port 1 of the loopback interface.
 
 #include "client/cli/cli.hpp"
+#include "client/cli/server_address.hpp"
 
 #include <gtest/gtest.h>
 
@@ -63,9 +64,8 @@ TEST(Cli, UsageErrorsExitWithTwo) {
       {"reconstruct", "id", "--rank", "0", "-o", "x.png"},
       {"reconstruct", "id", "--energy", "1.5", "-o", "x.png"},
       {"reconstruct", "id", "--rank", "4", "-o", "x.png", "--format", "gif"},
-      {"decompose", "/no/such/file.png"},
       {"decompose", "a.png", "b.png"},
-      {"run", "/no/such/dir", "--rank", "4", "-o", "out"},
+      {"reconstruct", "id", "--rank", "4", "-o", "x.xyz"},              // No format in the name.
       {"run", ".", "-o", "out"},                                        // No ranks.
       {"run", ".", "--rank", "4,,8", "-o", "out"},
       {"profile", "pause"},
@@ -108,6 +108,16 @@ TEST(Cli, UnreachableServerExitsWithThree) {
     EXPECT_EQ(outcome.code, 3) << args.front() << ": " << outcome.err;
     EXPECT_TRUE(outcome.err.starts_with("error: UNAVAILABLE: ")) << args.front() << ": " << outcome.err;
   }
+}
+
+TEST(Cli, AServerWithoutAPortIsOnTheDefaultPort) {
+  EXPECT_EQ(with_default_port("gpu-box"), "gpu-box:50051");
+  EXPECT_EQ(with_default_port("10.0.0.7"), "10.0.0.7:50051");
+  EXPECT_EQ(with_default_port("[::1]"), "[::1]:50051");
+  EXPECT_EQ(with_default_port("gpu-box:7000"), "gpu-box:7000");
+  EXPECT_EQ(with_default_port("[::1]:7000"), "[::1]:7000");
+  EXPECT_EQ(with_default_port("unix:/run/svdserve.sock"), "unix:/run/svdserve.sock");
+  EXPECT_EQ(with_default_port("dns:///gpu-box:7000"), "dns:///gpu-box:7000");
 }
 
 TEST(Cli, ServerFromEnvironmentAndOptionsAfterTheCommand) {
@@ -175,6 +185,21 @@ TEST_F(CliFolder, CompressOfAMissingFileIsALocalFailure) {
       run({"--server", kNowhere, "compress", (root_ / "missing.png").string(), "--rank", "4", "-o", "x.png"});
   EXPECT_EQ(outcome.code, 1);
   EXPECT_TRUE(contains(outcome.err, "error: cannot open")) << outcome.err;
+}
+
+// Every command that reads a local file fails the same way when it is not there: exit code 1.
+TEST_F(CliFolder, AMissingFileIsExitCodeOneForEveryCommand) {
+  const std::string missing = (root_ / "missing.png").string();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"decompose", missing},
+        {"run", missing, "--rank", "4", "-o", (root_ / "out").string()},
+        {"compress", missing, "--rank", "4", "-o", (root_ / "x.png").string()}}) {
+    std::vector<std::string> with_server{"--server", kNowhere};
+    with_server.insert(with_server.end(), args.begin(), args.end());
+    const auto outcome = run(with_server);
+    EXPECT_EQ(outcome.code, 1) << args.front() << ": " << outcome.err;
+    EXPECT_TRUE(contains(outcome.err, "missing.png")) << outcome.err;
+  }
 }
 
 }  // namespace

@@ -196,6 +196,12 @@ TEST_F(Commands, HealthAndServerInfo) {
   EXPECT_EQ(outcome.code, 1);
   EXPECT_EQ(outcome.out, "NOT_SERVING\n");
 
+  outcome = run({"--json", "server-info"});
+  EXPECT_EQ(outcome.code, 0);
+  // 64-bit integers are JSON numbers, not protobuf's quoted strings; strings stay strings.
+  EXPECT_TRUE(contains(outcome.out, "\"memory_budget_bytes\": 1099511627776")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"started_unix_ms\": -5")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, "\"version\": \"fake\"")) << outcome.out;
   outcome = run({"server-info"});
   EXPECT_EQ(outcome.code, 0);
   EXPECT_TRUE(contains(outcome.out, "fake")) << outcome.out;
@@ -214,6 +220,9 @@ TEST_F(Commands, BenchCountsRequestsAndCleansUp) {
   const std::string json = read_file_bytes(json_file);
   EXPECT_TRUE(contains(json, "\"requests\": 40")) << json;
   EXPECT_TRUE(contains(json, "\"id\": \"bench-a\"")) << json;
+  // a.png is 6x4x3: the u8 pixels (72 bytes) and the response's other fields.
+  EXPECT_FALSE(contains(json, "\"response_bytes\": 0,")) << json;
+  EXPECT_TRUE(contains(outcome.out, "bytes      request ")) << outcome.out;
   EXPECT_EQ(server_.service().image_count(), 0u);  // bench-a was deleted.
 }
 
