@@ -47,8 +47,12 @@ int run_decompose(CommandContext& context, const ParsedArgs& args) {
   const auto max_rank = max_rank_from(args);
   const auto concurrency = concurrency_from(args);
   const bool is_folder = std::filesystem::is_directory(path);
-  const auto items = collect_images(path, args.has("recursive"), args.value("id"));
+  auto items = collect_images(path, args.has("recursive"), args.value("id"));
   if (items.empty()) return report_error(context.err(), "no image files in " + path.string());
+  // Two folders with a file of one name would give one id, the second replacing the first.
+  if (const auto prefix = args.value("id-prefix")) {
+    for (ImageItem& item : items) item.id = *prefix + item.id;
+  }
 
   ItemTally tally;
   const auto start = std::chrono::steady_clock::now();
@@ -89,10 +93,13 @@ int run_decompose(CommandContext& context, const ParsedArgs& args) {
 std::vector<Command> decompose_commands() {
   return {Command{
       .name = "decompose",
-      .synopsis = "FILE|DIR [--max-rank R] [--id ID] [--recursive] [--concurrency C]",
+      .synopsis = "FILE|DIR [--max-rank R] [--id ID] [--id-prefix P] [--recursive] [--concurrency C]",
       .summary = "decompose an image, or every image of a folder (ids: file names relative to it)",
       .options = {kMaxRankOption,
                   {"id", "ID", "id of a single image (default: its file name)"},
+                  {"id-prefix", "P",
+                   "put P before every id (\"set1/\"): ids are file names relative to the folder, "
+                   "so two folders with a file of one name would otherwise share its id"},
                   kRecursiveOption,
                   kConcurrencyOption},
       .min_positionals = 1,

@@ -46,6 +46,15 @@ TEST_F(Commands, DecomposeOneFileUsesItsNameAsId) {
   EXPECT_EQ(server_.service().image_count(), 2u);
 }
 
+// Ids are file names relative to the folder: a prefix keeps two folders' a.png apart.
+TEST_F(Commands, DecomposeIdPrefixKeepsFoldersApart) {
+  const auto outcome = run({"decompose", (root_ / "in" / "a.png").string(), "--id-prefix", "set1/"});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "id set1/a.png: 6x4x3")) << outcome.out;
+  EXPECT_EQ(run({"decompose", (root_ / "in" / "a.png").string(), "--id-prefix", "set2/"}).code, 0);
+  EXPECT_EQ(server_.service().image_count(), 2u) << "two images, not one replaced";
+}
+
 TEST_F(Commands, DecomposeOneBadFileReportsTheServerError) {
   const auto outcome = run({"decompose", (root_ / "in" / "broken.png").string()});
   EXPECT_EQ(outcome.code, 1);
