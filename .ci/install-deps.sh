@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything svdserve needs to build and test, from Debian/Ubuntu packages.
-# One list, used by the README's commands, by CI and by docker/Dockerfile.
+# One list, used by the README's commands, by CI and by docker/Dockerfile (which installs only
+# the libraries and compilers: --build).
 set -euo pipefail
 
 # What the server and client link against (their -dev packages pull in the shared libraries;
@@ -12,10 +13,11 @@ libraries=(
   prometheus-cpp-dev
   libhiredis-dev  # the Redis factor repository (its archive links into the portable build)
 )
-# Only needed to build and test.
-build_tools=(
-  build-essential cmake pkg-config git ca-certificates zstd
-  protobuf-compiler-grpc protobuf-compiler
+# What compiles the server and the client.
+compilers=(build-essential cmake pkg-config protobuf-compiler-grpc protobuf-compiler)
+# Only needed to test, and for the portable bundle.
+test_tools=(
+  git ca-certificates zstd
   libgtest-dev libgmock-dev
   openssl  # the TLS tests make their certificates with it
   redis-server nginx-light  # servers the tests start
@@ -23,16 +25,22 @@ build_tools=(
   libpng-dev libjpeg-dev libwebp-dev libtiff-dev zlib1g-dev liblzma-dev libjbig-dev libdeflate-dev libzstd-dev
 )
 
-# --runtime: the libraries only (the Docker runtime image). --fuzz: also Clang and its libFuzzer
-# runtime (.ci/fuzz.sh); Debian names that package after Clang's major version.
+# Only for .ci/docker-check.sh: a Docker engine and what builds the image's Debian base.
+docker_tools=(docker.io debootstrap)
+
+# --build: enough to build svdserve and svdserve-cli (the Docker image's build stage; its runtime
+# stage takes the packages the built binaries link, docker/runtime-packages.sh). --fuzz: also
+# Clang and its libFuzzer runtime (.ci/fuzz.sh); Debian names that package after Clang's version.
+# --docker: docker_tools only.
 case "${1:-}" in
-  --runtime) packages=(ca-certificates "${libraries[@]}") ;;
+  --build) packages=("${libraries[@]}" "${compilers[@]}") ;;
+  --docker) packages=("${docker_tools[@]}") ;;
   --fuzz)
-    packages=("${libraries[@]}" "${build_tools[@]}" clang)
+    packages=("${libraries[@]}" "${compilers[@]}" "${test_tools[@]}" clang)
     if command -v clang >/dev/null; then
       packages+=("libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev")
     fi ;;
-  *) packages=("${libraries[@]}" "${build_tools[@]}") ;;
+  *) packages=("${libraries[@]}" "${compilers[@]}" "${test_tools[@]}") ;;
 esac
 
 sudo_cmd=()

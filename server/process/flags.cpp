@@ -98,6 +98,7 @@ const std::map<std::string, Setter>& setters() {
       {"token-file", [](auto& c, auto&, auto& v) { c.set_token_file(v); }},
       {"token-reload-interval-ms", [](auto& c, auto& f, auto& v) { c.set_token_reload_interval_ms(static_cast<uint32_t>(parse_number(f, v))); }},
       {"data-dir", [](auto& c, auto&, auto& v) { c.set_data_dir(v); }},
+      {"address-file", [](auto& c, auto&, auto& v) { c.set_address_file(v); }},
       {"durability", [](auto& c, auto& f, auto& v) {
          if (v != "sync" && v != "async" && v != "none") {
            throw InvalidArgument("--" + f + " must be sync, async or none, got '" + v + "'");
@@ -154,7 +155,9 @@ std::string usage() {
 usage: svdserve [--config FILE] [flags]
 
   --config FILE             ServerConfig in protobuf text format (see config/svdserve.textproto)
-  --listen HOST:PORT        gRPC address (default 0.0.0.0:50051)
+  --listen HOST:PORT        gRPC address (default 0.0.0.0:50051; port 0: any free port)
+  --address-file FILE       once serving, write the address to connect to into FILE (removed
+                            at exit): for health checks and for --listen HOST:0
   --backend auto|cpu|gpu    compute backend (default auto: the GPU when one is usable)
   --load-dir DIR            decompose every image under DIR at start (ids: relative paths);
                             DIR is a load root

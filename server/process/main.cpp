@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "kernels/errors.hpp"
+#include "server/process/address_file.hpp"
 #include "server/process/config.hpp"
 #include "server/process/flags.hpp"
 #include "server/runtime/logger.hpp"
@@ -64,12 +65,17 @@ int main(int argc, char** argv) {
 
   try {
     svdserve::Server server(config);
+    // Wakes the sigwait below. Directed at the main thread: a signal to the process may go to a
+    // thread that libraries started before main and that has it unblocked, and end the process.
+    const pthread_t main_thread = pthread_self();
+    const auto wake_main = [main_thread] { pthread_kill(main_thread, SIGTERM); };
     // The CUDA state of this process is gone: drain what can be answered and exit, so that a
     // supervisor (docker --restart, Kubernetes) starts a process that can compute again.
-    server.on_devices_lost([] { kill(getpid(), SIGTERM); });
+    server.on_devices_lost(wake_main);
     // --load-dir runs beside the wait for a signal, so that SIGTERM during a long load still
     // shuts down within drain_timeout_ms. A load that fails wakes the wait with SIGTERM itself.
     std::atomic<bool> load_failed{false};
+    svdserve::AddressFile address_file(config.address_file());
     std::jthread startup([&] {
       try {
         if (!command_line.load_dir.empty()) {
@@ -77,18 +83,23 @@ int main(int argc, char** argv) {
           svdserve::log().info("load_dir path={} images={}", command_line.load_dir, loaded);
         }
         server.set_serving(true);
-        if (!server.stopping()) svdserve::log().info("serving port={}", server.port());
+        if (!server.stopping()) {
+          address_file.publish(
+              svdserve::local_client_address(config.listen_address(), server.port()));
+          svdserve::log().info("serving port={}", server.port());
+        }
       } catch (const std::exception& e) {
         if (server.stopping()) return;  // the load was cut short by the shutdown
         svdserve::log().critical("svdserve failed: {}", e.what());
         load_failed = true;
-        kill(getpid(), SIGTERM);
+        wake_main();
       }
     });
 
     int signal_number = 0;
     sigwait(&signals, &signal_number);
     if (!load_failed) svdserve::log().info("signal={} received; shutting down", signal_number);
+    address_file.withdraw();  // no longer serving: a health check reading it fails at once
     if (!server.shutdown_within_drain_timeout()) {
       // A computation cannot be interrupted: exit without it rather than outlive the limit.
       svdserve::log().error("shutdown: work still running after drain_timeout_ms={}; exiting "

@@ -104,6 +104,42 @@ TEST_F(BinariesTest, CliDrivesTheServerAndSigtermDrainsIt) {
   EXPECT_NE(stopped.err.find("shutdown: done"), std::string::npos) << stopped.err;
 }
 
+// --energy above what the kept triplets hold is answered at the kept rank, and the CLI says so.
+TEST_F(BinariesTest, EnergyThatTheKeptRankCannotReachIsNamed) {
+  const std::string image = svdserve::test::test_images_dir() + "/baboon.jpg";
+  ASSERT_EQ(cli({"decompose", image, "--max-rank", "4"}).exit_code, 0);
+  const std::string out = (output_ / "baboon.png").string();
+
+  const auto unreachable = cli({"--json", "reconstruct", "baboon.jpg", "--energy", "0.9999", "-o", out});
+  ASSERT_EQ(unreachable.exit_code, 0) << unreachable.err;
+  EXPECT_NE(unreachable.err.find("note: --energy 0.9999 is more than the 4 singular triplets kept"),
+            std::string::npos)
+      << unreachable.err;
+  EXPECT_NE(unreachable.out.find("\"energy_met\": false"), std::string::npos) << unreachable.out;
+  EXPECT_NE(unreachable.out.find("\"rank\": 4"), std::string::npos) << unreachable.out;
+
+  const auto reachable = cli({"reconstruct", "baboon.jpg", "--energy", "0.5", "-o", out});
+  ASSERT_EQ(reachable.exit_code, 0) << reachable.err;
+  EXPECT_EQ(reachable.err.find("note:"), std::string::npos) << reachable.err;
+}
+
+// A PNG of a rank-k photo is larger than the JPEG it came from: the CLI says why and what to use.
+TEST_F(BinariesTest, ACompressedPngLargerThanItsJpegIsExplained) {
+  const std::string image = svdserve::test::test_images_dir() + "/baboon.jpg";
+  const fs::path png = output_ / "small.png";
+  const auto as_png = cli({"compress", image, "--rank", "64", "-o", png.string()});
+  ASSERT_EQ(as_png.exit_code, 0) << as_png.err;
+  ASSERT_GT(fs::file_size(png), fs::file_size(image));
+  EXPECT_NE(as_png.err.find("note: the PNG is larger than baboon.jpg"), std::string::npos) << as_png.err;
+  EXPECT_NE(as_png.err.find("write .jpg"), std::string::npos) << as_png.err;
+
+  const fs::path jpeg = output_ / "small.jpg";
+  const auto as_jpeg = cli({"compress", image, "--rank", "64", "-o", jpeg.string(), "--jpeg-quality", "75"});
+  ASSERT_EQ(as_jpeg.exit_code, 0) << as_jpeg.err;
+  EXPECT_EQ(as_jpeg.err.find("note:"), std::string::npos) << as_jpeg.err;
+  EXPECT_LT(fs::file_size(jpeg), fs::file_size(image));
+}
+
 TEST(CliWithoutServerTest, UnreachableServerExitsWithCode3) {
   const int port = free_port();
   auto result = run_process(svdserve::test::cli_binary(),

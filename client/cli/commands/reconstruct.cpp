@@ -1,7 +1,10 @@
 // reconstruct ID: a rank-k image of a resident image. compress FILE: the same in one call,
 // nothing kept on the server.
 
+#include <cmath>
+#include <optional>
 #include <stdexcept>
+#include <variant>
 
 #include "client/cli/commands/common.hpp"
 #include "client/cli/image_output.hpp"
@@ -20,7 +23,45 @@ struct Answer {
   v1::OutputFormat format = v1::OUTPUT_FORMAT_RAW_U8;
   const std::string& pixels;
   double server_total_us = 0;
+  std::optional<double> energy_asked{};  // --energy F
+  const std::filesystem::path* source = nullptr;  // compress: the file sent
 };
+
+// Kept energy 1 - e^2 below F by more than rounding: the server answered with every triplet it
+// keeps, which falls short of F.
+constexpr double kEnergyTolerance = 1e-6;
+
+// Notes on stderr (and in --json) when the answer is not what the flags suggest it would be.
+struct Notes {
+  std::optional<double> energy_kept{};  // set when --energy could not be met
+  bool larger_than_source = false;      // a PNG larger than the file it came from
+};
+
+Notes notes_on(const Answer& answer, const std::filesystem::path& out, std::uint64_t bytes_written) {
+  Notes notes;
+  const double kept = 1.0 - answer.relative_error * answer.relative_error;
+  if (answer.energy_asked && kept < *answer.energy_asked - kEnergyTolerance) notes.energy_kept = kept;
+  if (answer.source != nullptr && lower_case_extension(out) == "png") {
+    std::error_code ignored;
+    const auto source_bytes = std::filesystem::file_size(*answer.source, ignored);
+    notes.larger_than_source = !ignored && bytes_written > source_bytes;
+  }
+  return notes;
+}
+
+void print_notes(CommandContext& context, const Answer& answer, const Notes& notes) {
+  if (notes.energy_kept) {
+    context.err() << "note: --energy " << *answer.energy_asked << " is more than the " << answer.rank
+                  << " singular triplets kept hold (" << fixed_text(100.0 * *notes.energy_kept, 2)
+                  << " %): this is rank " << answer.rank
+                  << ", the highest there is; decompose with a larger --max-rank to go higher\n";
+  }
+  if (notes.larger_than_source) {
+    context.err() << "note: the PNG is larger than " << answer.source->filename().string()
+                  << ": PNG is lossless, and a rank-k image is not simpler for it than the photo;"
+                     " write .jpg (--jpeg-quality N) for a small file\n";
+  }
+}
 
 int write_and_print(CommandContext& context, const std::filesystem::path& out, const Answer& answer) {
   std::uint64_t bytes_written = 0;
@@ -30,6 +71,8 @@ int write_and_print(CommandContext& context, const std::filesystem::path& out, c
     return report_error(context.err(), error.what());
   }
   const bool local = encodes_locally(answer.format, out);
+  const Notes notes = notes_on(answer, out, bytes_written);
+  print_notes(context, answer, notes);
   if (context.json()) {
     JsonWriter json;
     json.begin_object();
@@ -43,8 +86,10 @@ int write_and_print(CommandContext& context, const std::filesystem::path& out, c
         .field("encoded_locally", local)
         .field("output", out.string())
         .field("bytes_written", bytes_written)
-        .field("server_total_ms", answer.server_total_us / 1000.0)
-        .end_object();
+        .field("server_total_ms", answer.server_total_us / 1000.0);
+    if (notes.energy_kept) json.field("energy_kept", *notes.energy_kept).field("energy_met", false);
+    if (notes.larger_than_source) json.field("larger_than_source", true);
+    json.end_object();
     context.out() << json.str() << '\n';
   } else {
     context.out() << "rank " << answer.rank << ", relative error " << fixed_text(answer.relative_error, 6) << ", "
@@ -54,6 +99,12 @@ int write_and_print(CommandContext& context, const std::filesystem::path& out, c
                   << " ms on the server\n";
   }
   return to_int(ExitCode::ok);
+}
+
+std::optional<double> energy_asked(const ParsedArgs& args) {
+  const RankChoice choice = rank_choice_from(args);
+  if (const auto* energy = std::get_if<EnergyFraction>(&choice)) return energy->value;
+  return std::nullopt;
 }
 
 int run_reconstruct(CommandContext& context, const ParsedArgs& args) {
@@ -75,7 +126,8 @@ int run_reconstruct(CommandContext& context, const ParsedArgs& args) {
                                 .relative_error = response.relative_error(),
                                 .format = request.format(),
                                 .pixels = response.pixels(),
-                                .server_total_us = response.timings().total_us()});
+                                .server_total_us = response.timings().total_us(),
+                                .energy_asked = energy_asked(args)});
 }
 
 int run_compress(CommandContext& context, const ParsedArgs& args) {
@@ -100,7 +152,9 @@ int run_compress(CommandContext& context, const ParsedArgs& args) {
                                 .relative_error = response.relative_error(),
                                 .format = request.format(),
                                 .pixels = response.pixels(),
-                                .server_total_us = response.timings().total_us()});
+                                .server_total_us = response.timings().total_us(),
+                                .energy_asked = energy_asked(args),
+                                .source = &file});
 }
 
 }  // namespace
