@@ -170,7 +170,7 @@ function(_svdserve_executables_under directory out_var)
 endfunction()
 
 # The bundle: bin/ (server, CLI, every test and benchmark binary), config/, deploy/ (the load
-# balancer test runs the nginx example), share/svdserve (protoset),
+# balancer test runs the nginx example, the Prometheus test the rules and dashboard), share/svdserve (protoset),
 # tests/data/images, a CTestTestfile.cmake, and lib/ with the shared libraries a GPU host lacks.
 function(svdserve_portable_install)
   set(programs svdserve svdserve-cli)

@@ -57,6 +57,8 @@ class ServerProcess {
   [[nodiscard]] bool serving() const noexcept { return serving_; }
   [[nodiscard]] std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   [[nodiscard]] int port() const noexcept { return port_; }
+  // Only with a config; 0 otherwise.
+  [[nodiscard]] int metrics_port() const noexcept { return metrics_port_; }
   [[nodiscard]] pid_t pid() const noexcept { return process_->pid(); }
   [[nodiscard]] Process& process() noexcept { return *process_; }
   [[nodiscard]] const Client& client() const noexcept { return *client_; }
