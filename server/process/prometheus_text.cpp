@@ -144,6 +144,11 @@ void add_live(const LiveValues& v, std::vector<prometheus::MetricFamily>& out) {
                          prometheus::MetricType::Gauge, "queue",
                          {{"decode", static_cast<double>(v.decode_queue_depth)},
                           {"compute", static_cast<double>(v.compute_queue_depth)}}));
+  // The bound beside the depth, so that an alert on a full queue needs no copy of the config.
+  out.push_back(labelled("svdserve_queue_capacity", "Jobs a pipeline queue holds at most",
+                         prometheus::MetricType::Gauge, "queue",
+                         {{"decode", static_cast<double>(v.queue_capacity)},
+                          {"compute", static_cast<double>(v.queue_capacity)}}));
   out.push_back(gauge("svdserve_jobs_in_flight", "Jobs admitted and not yet answered",
                       static_cast<double>(v.jobs_in_flight)));
   out.push_back(gauge("svdserve_images_resident", "Images whose factors are resident",

@@ -32,6 +32,7 @@ struct LiveValues {
   BackendMetrics backend;
   RepositoryCounters repository;
   std::vector<DeviceSnapshot> devices;
+  std::size_t queue_capacity = 0;  // the bound of each pipeline queue
 };
 
 [[nodiscard]] std::string prometheus_text(const MetricsSink::Totals& totals,

@@ -114,7 +114,8 @@ Server::Server(v1::ServerConfig config) : config_(std::move(config)) {
                                 store_->evictions(),              pipeline_->host_buffer_stats(),
                                 stream_budget_->sample(),         unsent_bytes_->sample(),
                                 backend_->metrics(),              cache_->counters(),
-                                device_snapshots(*backend_, *store_)};
+                                device_snapshots(*backend_, *store_),
+                                static_cast<std::size_t>(config_.queue_capacity())};
           return prometheus_text(metrics_->totals(), live);
         });
   }

@@ -27,6 +27,7 @@ using MetricsTest = ServerFixture;
 TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   v1::ServerConfig config = test_config();
   config.set_metrics_port(static_cast<uint32_t>(free_port()));
+  config.set_queue_capacity(200);  // not the default: the gauges below follow the config
   start(config);
   const int port = server_->metrics_port();
   ASSERT_GT(port, 0);
@@ -73,6 +74,8 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   EXPECT_EQ(sample(after, R"(svdserve_stage_duration_seconds_count{method="Reconstruct",stage="decode"})"), 0);
   EXPECT_GE(sample(after, "svdserve_batch_size_count"), 2);
   EXPECT_EQ(sample(after, R"(svdserve_queue_depth{queue="decode"})"), 0);
+  EXPECT_EQ(sample(after, R"(svdserve_queue_capacity{queue="decode"})"), 200);
+  EXPECT_EQ(sample(after, R"(svdserve_queue_capacity{queue="compute"})"), 200);
   // Each good Reconstruct took one response buffer from the pool.
   EXPECT_EQ(sample(after, R"(svdserve_host_buffers_total{source="allocated"})") +
                 sample(after, R"(svdserve_host_buffers_total{source="reused"})"),
@@ -82,9 +85,9 @@ TEST_F(MetricsTest, ScrapedNumbersMoveWithRequests) {
   EXPECT_EQ(sample(after, "svdserve_host_buffer_pool_capacity_bytes"), 256 << 20);
   EXPECT_EQ(sample(after, R"(svdserve_host_buffer_pool_bytes{state="capacity"})"), -1);
   EXPECT_GT(sample(after, R"(svdserve_host_buffer_pool_bytes{state="pooled"})"), 0);
-  // The streams' shared budget, half the queue (256), and the unsent bytes of all calls, as much
+  // The streams' shared budget, half the queue (200), and the unsent bytes of all calls, as much
   // as the pool; every response is sent.
-  EXPECT_EQ(sample(after, "svdserve_stream_requests_computing_budget"), 128);
+  EXPECT_EQ(sample(after, "svdserve_stream_requests_computing_budget"), 100);
   EXPECT_EQ(sample(after, "svdserve_stream_requests_computing"), 0);
   EXPECT_EQ(sample(after, "svdserve_unsent_bytes_budget"), 256 << 20);
   EXPECT_EQ(sample(after, "svdserve_unsent_bytes"), 0);

@@ -205,6 +205,7 @@ TEST(PrometheusDeployTest, RulesAndEveryDashboardQueryRunOnARealScrape) {
   EXPECT_GE(value_of(answer("Batch sizes/C"), {}), 1);
   EXPECT_EQ(value_of(answer("Queue depth/A"), {{"queue", "decode"}}), 0);
   EXPECT_EQ(value_of(answer("Queue depth/A"), {{"queue", "compute"}}), 0);
+  EXPECT_GT(value_of(answer("Queue depth/C"), {{"queue", "decode"}}), 0);
   EXPECT_GT(value_of(answer("Resident bytes vs budget/A"), {{"instance", instance}}), 0);
   EXPECT_GT(value_of(answer("Resident bytes vs budget/B"), {{"instance", instance}}), 0);
   EXPECT_EQ(value_of(answer("Images resident and evictions/A"), {{"instance", instance}}), 1);
