@@ -33,13 +33,13 @@ void put_caption(cv::Mat& sheet, const std::string& text, cv::Rect line_box) {
 }
 
 // Draws the tile at the top of the cell and its caption lines under the tallest tile's bottom.
-void draw_cell(cv::Mat& sheet, cv::Rect cell, const cv::Mat& image, cv::Size failed_size,
+void draw_cell(cv::Mat& sheet, cv::Rect cell, const cv::Mat& image, int max_tile_side_px, cv::Size failed_size,
                const std::vector<std::string>& caption) {
   const int tiles_height = cell.height - kCaptionHeightPx;
   if (image.empty()) {
     cv::rectangle(sheet, cv::Rect(cell.tl(), failed_size), kFailedTileColour, cv::FILLED);
   } else {
-    const cv::Mat tile = sheet_tile(image);
+    const cv::Mat tile = sheet_tile(image, max_tile_side_px);
     tile.copyTo(sheet(cv::Rect(cell.x, cell.y, tile.cols, tile.rows)));
     cv::rectangle(sheet, cv::Rect(cell.x, cell.y, tile.cols, tile.rows), kTileBorderColour, 1);
   }
@@ -56,11 +56,11 @@ std::string percent_text(double part, double whole) {
 
 }  // namespace
 
-cv::Mat sheet_tile(const cv::Mat& image) {
+cv::Mat sheet_tile(const cv::Mat& image, int max_tile_side_px) {
   cv::Mat bgr = as_bgr(image);
   const int longer = std::max(bgr.cols, bgr.rows);
-  if (longer <= kMaxTileSidePx) return bgr;
-  const double scale = static_cast<double>(kMaxTileSidePx) / longer;
+  if (longer <= max_tile_side_px) return bgr;
+  const double scale = static_cast<double>(max_tile_side_px) / longer;
   const cv::Size size(std::max(1, static_cast<int>(bgr.cols * scale + 0.5)),
                       std::max(1, static_cast<int>(bgr.rows * scale + 0.5)));
   cv::Mat scaled;
@@ -68,11 +68,11 @@ cv::Mat sheet_tile(const cv::Mat& image) {
   return scaled;
 }
 
-cv::Size sheet_cell_size(std::span<const SheetRow> rows) {
+cv::Size sheet_cell_size(std::span<const SheetRow> rows, int max_tile_side_px) {
   cv::Size largest(0, 0);
   const auto widen = [&](const cv::Mat& image) {
     if (image.empty()) return;
-    const cv::Size size = sheet_tile(image).size();
+    const cv::Size size = sheet_tile(image, max_tile_side_px).size();
     largest.width = std::max(largest.width, size.width);
     largest.height = std::max(largest.height, size.height);
   };
@@ -83,8 +83,8 @@ cv::Size sheet_cell_size(std::span<const SheetRow> rows) {
   return {std::max(largest.width, kMinCellWidthPx), largest.height + kCaptionHeightPx};
 }
 
-cv::Mat draw_contact_sheet(std::span<const SheetRow> rows) {
-  const cv::Size cell = sheet_cell_size(rows);
+cv::Mat draw_contact_sheet(std::span<const SheetRow> rows, int max_tile_side_px) {
+  const cv::Size cell = sheet_cell_size(rows, max_tile_side_px);
   std::size_t columns = 0;
   for (const auto& row : rows) columns = std::max(columns, 1 + row.ranks.size());
   const int column_count = static_cast<int>(columns);
@@ -99,9 +99,9 @@ cv::Mat draw_contact_sheet(std::span<const SheetRow> rows) {
   for (int r = 0; r < row_count; ++r) {
     const SheetRow& row = rows[static_cast<std::size_t>(r)];
     const cv::Size tile_size = row.original.empty() ? cv::Size(cell.width, cell.height - kCaptionHeightPx)
-                                                    : sheet_tile(row.original).size();
+                                                    : sheet_tile(row.original, max_tile_side_px).size();
     const cv::Size original_size = row.original_size.empty() ? row.original.size() : row.original_size;
-    draw_cell(sheet, cell_at(r, 0), row.original, tile_size,
+    draw_cell(sheet, cell_at(r, 0), row.original, max_tile_side_px, tile_size,
               {row.name, "original " + std::to_string(original_size.width) + "x" + std::to_string(original_size.height),
                "pixels " + bytes_text(row.original_bytes) + " (100%)"});
     for (std::size_t i = 0; i < row.ranks.size(); ++i) {
@@ -115,7 +115,7 @@ cv::Mat draw_contact_sheet(std::span<const SheetRow> rows) {
                     "kept " + bytes_text(tile.bytes_kept) + " (" +
                         percent_text(static_cast<double>(tile.bytes_kept), static_cast<double>(row.original_bytes)) +
                         ")"};
-      draw_cell(sheet, cell_at(r, static_cast<int>(i) + 1), tile.pixels, tile_size, caption);
+      draw_cell(sheet, cell_at(r, static_cast<int>(i) + 1), tile.pixels, max_tile_side_px, tile_size, caption);
     }
   }
   return sheet;

@@ -7,7 +7,7 @@
 //   (C * cell_width + (C + 1) * gap) x (R * cell_height + (R + 1) * gap)
 // cell_width:  the widest tile of the sheet, at least kMinCellWidthPx (room for the captions);
 // cell_height: the tallest tile plus kCaptionHeightPx.
-// Tiles are scaled down (never up) to at most kMaxTileSidePx on their longer side.
+// Tiles are scaled down (never up) to at most max_tile_side_px on their longer side.
 
 #include <cstdint>
 #include <span>
@@ -18,7 +18,7 @@
 
 namespace svdserve::cli {
 
-inline constexpr int kMaxTileSidePx = 256;
+inline constexpr int kDefaultMaxTileSidePx = 256;
 inline constexpr int kMinCellWidthPx = 216;
 inline constexpr int kCaptionLinePx = 17;
 inline constexpr int kCaptionLines = 3;
@@ -42,14 +42,16 @@ struct SheetRow {
   std::vector<RankTile> ranks{};
 };
 
-// The image as a tile: 8-bit BGR, scaled down to fit kMaxTileSidePx (INTER_AREA).
-[[nodiscard]] cv::Mat sheet_tile(const cv::Mat& image);
+// The image as a tile: 8-bit BGR, scaled down to fit max_tile_side_px (INTER_AREA).
+[[nodiscard]] cv::Mat sheet_tile(const cv::Mat& image, int max_tile_side_px = kDefaultMaxTileSidePx);
 
 // The size of the cell every tile of these rows gets.
-[[nodiscard]] cv::Size sheet_cell_size(std::span<const SheetRow> rows);
+[[nodiscard]] cv::Size sheet_cell_size(std::span<const SheetRow> rows,
+                                       int max_tile_side_px = kDefaultMaxTileSidePx);
 
 // The sheet, 8-bit BGR, laid out as above; an empty cell where a row has fewer tiles, a grey
 // tile captioned "failed" where a reconstruction failed.
-[[nodiscard]] cv::Mat draw_contact_sheet(std::span<const SheetRow> rows);
+[[nodiscard]] cv::Mat draw_contact_sheet(std::span<const SheetRow> rows,
+                                         int max_tile_side_px = kDefaultMaxTileSidePx);
 
 }  // namespace svdserve::cli

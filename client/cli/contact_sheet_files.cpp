@@ -22,14 +22,14 @@ cv::Mat read_8bit(const std::filesystem::path& file) {
 }  // namespace
 
 SheetRow read_sheet_row(const std::string& name, const std::filesystem::path& original,
-                        const std::vector<RankFile>& ranks) {
+                        const std::vector<RankFile>& ranks, int max_tile_side_px) {
   const cv::Mat pixels = read_8bit(original);
   if (pixels.empty()) throw std::runtime_error("cannot decode " + original.string() + " for the contact sheet");
   const auto width = static_cast<std::uint32_t>(pixels.cols);
   const auto height = static_cast<std::uint32_t>(pixels.rows);
   const auto channels = static_cast<std::uint32_t>(pixels.channels());
   SheetRow row{.name = name,
-               .original = sheet_tile(pixels),
+               .original = sheet_tile(pixels, max_tile_side_px),
                .original_size = pixels.size(),
                .original_bytes = pixel_bytes(width, height, channels),
                .ranks = {}};
@@ -42,7 +42,7 @@ SheetRow read_sheet_row(const std::string& name, const std::filesystem::path& or
       const cv::Mat reconstruction = read_8bit(rank_file.file);
       if (reconstruction.size() == pixels.size() && reconstruction.channels() == pixels.channels()) {
         tile.relative_error = relative_error(pixels, reconstruction);
-        tile.pixels = sheet_tile(reconstruction);
+        tile.pixels = sheet_tile(reconstruction, max_tile_side_px);
       }
     }
     row.ranks.push_back(std::move(tile));

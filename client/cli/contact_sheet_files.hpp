@@ -19,8 +19,9 @@ struct RankFile {
 
 // The original is decoded unchanged (as the server does) and shown on the 8-bit scale. A
 // reconstruction that cannot be read, or whose shape is not the original's, gets a failed tile.
-// Throws std::runtime_error when the original cannot be read.
+// Tiles are sheet_tile()s of max_tile_side_px. Throws std::runtime_error when the original cannot
+// be read.
 [[nodiscard]] SheetRow read_sheet_row(const std::string& name, const std::filesystem::path& original,
-                                      const std::vector<RankFile>& ranks);
+                                      const std::vector<RankFile>& ranks, int max_tile_side_px);
 
 }  // namespace svdserve::cli

@@ -13,6 +13,8 @@
 namespace svdserve::cli {
 namespace {
 
+constexpr int kPngCompressionLevel = 9;
+
 // The PNM formats hold one layout each: PGM and PBM grey, PPM colour. The others take 1, 3 or 4
 // channels as they come.
 cv::Mat with_channels_for(const std::string& extension, const cv::Mat& image) {
@@ -56,7 +58,9 @@ void require_picture_name(const std::filesystem::path& out, std::string_view opt
 std::uint64_t write_image_file(const std::filesystem::path& out, const cv::Mat& image) {
   bool written = false;
   try {
-    written = cv::imwrite(out.string(), with_channels_for(lower_case_extension(out), image));
+    // OpenCV's default PNG level favours speed; these files are written once and kept.
+    const std::vector<int> parameters = {cv::IMWRITE_PNG_COMPRESSION, kPngCompressionLevel};
+    written = cv::imwrite(out.string(), with_channels_for(lower_case_extension(out), image), parameters);
   } catch (const cv::Exception& error) {
     throw std::runtime_error("cannot encode " + out.string() + " (" + std::to_string(image.channels()) +
                              " channels)");

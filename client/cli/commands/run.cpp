@@ -86,8 +86,8 @@ void write_json(std::ostream& out, std::size_t image_count, std::size_t decompos
 
 // One row per decomposed image, in image order, read back from the files written (one image's
 // full-size pixels in memory at a time); then the sheet. Returns the error, empty when written.
-std::string write_contact_sheet(const std::filesystem::path& sheet_file, const std::vector<ImageItem>& items,
-                                const std::vector<DecomposeOutcome>& decomposed,
+std::string write_contact_sheet(const std::filesystem::path& sheet_file, int max_tile_side_px,
+                                const std::vector<ImageItem>& items, const std::vector<DecomposeOutcome>& decomposed,
                                 const std::vector<OutputItem>& outputs) {
   std::vector<SheetRow> rows;
   try {
@@ -99,14 +99,26 @@ std::string write_contact_sheet(const std::filesystem::path& sheet_file, const s
           ranks.push_back(RankFile{.rank = output.rank, .file = output.ok ? output.file : std::filesystem::path()});
         }
       }
-      rows.push_back(read_sheet_row(items[i].id, items[i].file, ranks));
+      rows.push_back(read_sheet_row(items[i].id, items[i].file, ranks, max_tile_side_px));
     }
     if (rows.empty()) return "no image to put on the contact sheet";
-    static_cast<void>(write_image_file(sheet_file, draw_contact_sheet(rows)));
+    static_cast<void>(write_image_file(sheet_file, draw_contact_sheet(rows, max_tile_side_px)));
   } catch (const std::runtime_error& error) {
     return error.what();
   }
   return {};
+}
+
+// --tile-size, only with --contact-sheet.
+int tile_size_from(const ParsedArgs& args, bool has_sheet) {
+  constexpr std::uint32_t kMinTileSidePx = 16;
+  constexpr std::uint32_t kMaxTileSidePx = 4096;
+  const auto text = args.value("tile-size");
+  if (!text) return kDefaultMaxTileSidePx;
+  if (!has_sheet) throw UsageError("--tile-size applies to --contact-sheet");
+  const auto size = parse_uint32(*text, "--tile-size");
+  if (size < kMinTileSidePx || size > kMaxTileSidePx) throw UsageError("--tile-size must be 16..4096");
+  return static_cast<int>(size);
 }
 
 int run_run(CommandContext& context, const ParsedArgs& args) {
@@ -124,6 +136,7 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
   const auto jpeg_quality = jpeg_quality_from(args, format);
   const auto sheet_file = args.value("contact-sheet");
   if (sheet_file) require_picture_name(*sheet_file, "--contact-sheet");
+  const int max_tile_side_px = tile_size_from(args, sheet_file.has_value());
   const auto items = collect_images(path, args.has("recursive"), std::nullopt);
   if (items.empty()) return report_error(context.err(), "no image files in " + path.string());
 
@@ -216,7 +229,7 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
 
   std::string sheet_error;
   if (sheet_file) {
-    sheet_error = write_contact_sheet(*sheet_file, items, decomposed, outputs);
+    sheet_error = write_contact_sheet(*sheet_file, max_tile_side_px, items, decomposed, outputs);
     if (!sheet_error.empty()) {
       context.err() << "error: contact sheet: " << sheet_error << '\n';
       tally.failed_locally();
@@ -249,7 +262,7 @@ std::vector<Command> run_commands() {
   return {Command{
       .name = "run",
       .synopsis = "FILE|DIR --rank K[,K2...] -o OUTDIR [--max-rank R] [--recursive] [--concurrency C]\n"
-                  "       [--format png|jpeg] [--jpeg-quality N] [--contact-sheet FILE]",
+                  "       [--format png|jpeg] [--jpeg-quality N] [--contact-sheet FILE [--tile-size PX]]",
       .summary = "decompose images, then write OUTDIR/<stem>_k<K>.png (or .jpg) for every rank (streamed)",
       .options = {{"rank", "K[,K2...]", "ranks to reconstruct at"},
                   {"output", "OUTDIR", "folder for the image files (created)", 'o'},
@@ -261,7 +274,8 @@ std::vector<Command> run_commands() {
                   {"contact-sheet", "FILE",
                    "also write one picture (format from FILE's extension): a row per image, its "
                    "original then every rank's output, each captioned with k, the relative error "
-                   "against the original and the bytes of factors kept"}},
+                   "against the original and the bytes of factors kept"},
+                  {"tile-size", "PX", "the longer side of a contact sheet's tiles, at most (default 256)"}},
       .min_positionals = 1,
       .max_positionals = 1,
       .run = run_run,

@@ -31,7 +31,7 @@ cv::Size expected_sheet_size(cv::Size cell, int rows, int columns) {
 TEST(ContactSheet, TilesFitTheMaximumSideAndKeepTheirAspect) {
   const cv::Mat big = uniform(1024, 512, CV_8UC1, cv::Scalar(100));
   const cv::Mat tile = sheet_tile(big);
-  EXPECT_EQ(tile.size(), cv::Size(kMaxTileSidePx, kMaxTileSidePx / 2));
+  EXPECT_EQ(tile.size(), cv::Size(kDefaultMaxTileSidePx, kDefaultMaxTileSidePx / 2));
   EXPECT_EQ(tile.type(), CV_8UC3);
   EXPECT_EQ(tile.at<cv::Vec3b>(10, 10), cv::Vec3b(100, 100, 100));
   // Small images are not scaled up; BGRA loses its alpha.
@@ -83,6 +83,18 @@ TEST(ContactSheet, EveryTileIsCaptioned) {
       EXPECT_GT(inked_pixels(sheet, caption_line), 20) << "column " << column << ", line " << line;
     }
   }
+}
+
+// A smaller tile size shrinks the tiles; the cells keep room for the captions.
+TEST(ContactSheet, TileSizeIsAParameter) {
+  const cv::Mat image = uniform(400, 300, CV_8UC3, cv::Scalar(5, 6, 7));
+  const std::vector<SheetRow> rows = {SheetRow{.name = "a.png", .original = image, .original_size = {},
+                                               .original_bytes = 360000, .ranks = {tile_of(1, image)}}};
+  EXPECT_EQ(sheet_tile(image, 100).size(), cv::Size(100, 75));
+  const cv::Size cell = sheet_cell_size(rows, 100);
+  EXPECT_EQ(cell, cv::Size(kMinCellWidthPx, 75 + kCaptionHeightPx));
+  EXPECT_EQ(draw_contact_sheet(rows, 100).size(), expected_sheet_size(cell, 1, 2));
+  EXPECT_EQ(sheet_cell_size(rows, 300), cv::Size(300, 225 + kCaptionHeightPx));
 }
 
 // A failed reconstruction is a grey tile with "failed" under it, the columns still aligned.

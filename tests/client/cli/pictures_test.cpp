@@ -155,6 +155,28 @@ TEST_F(CliPictures, UnknownPictureExtensionsAreUsageErrors) {
                             "--contact-sheet", (root_ / "sheet.pdf").string()});
   EXPECT_EQ(outcome.code, 2);
   EXPECT_FALSE(fs::exists(root_ / "out"));
+  // --tile-size goes with a contact sheet, and within its bounds.
+  EXPECT_EQ(run({"run", test_image("fruits.jpg").string(), "--rank", "2", "-o", (root_ / "out").string(),
+                 "--tile-size", "64"}).code,
+            2);
+  EXPECT_EQ(run({"run", test_image("fruits.jpg").string(), "--rank", "2", "-o", (root_ / "out").string(),
+                 "--contact-sheet", (root_ / "sheet.png").string(), "--tile-size", "8"}).code,
+            2);
+  EXPECT_FALSE(fs::exists(root_ / "out"));
+}
+
+TEST_F(CliPictures, ContactSheetTileSize) {
+  const auto sheet_file = root_ / "sheet.png";
+  const auto outcome = run({"run", test_image("fruits.jpg").string(), "--rank", "3", "-o", (root_ / "out").string(),
+                            "--contact-sheet", sheet_file.string(), "--tile-size", "128"});
+  ASSERT_EQ(outcome.code, 0) << outcome.err;
+  const cv::Mat sheet = cv::imread(sheet_file.string(), cv::IMREAD_UNCHANGED);
+  ASSERT_FALSE(sheet.empty());
+  const cv::Mat original = cv::imread(test_image("fruits.jpg").string(), cv::IMREAD_UNCHANGED);
+  const cv::Size tile = sheet_tile(original, 128).size();
+  EXPECT_EQ(tile.width, 128);
+  EXPECT_EQ(sheet.size(), cv::Size(2 * kMinCellWidthPx + 3 * kSheetGapPx,
+                                   tile.height + kCaptionHeightPx + 2 * kSheetGapPx));
 }
 
 }  // namespace
