@@ -146,7 +146,8 @@ int usage_error(std::ostream& err, const UsageError& error, const Command* comma
 const std::vector<Command>& all_commands() {
   static const std::vector<Command> commands = [] {
     std::vector<Command> all;
-    for (auto group : {decompose_commands(), reconstruct_commands(), run_commands(), store_commands(),
+    for (auto group : {decompose_commands(), reconstruct_commands(), run_commands(), spectrum_commands(),
+                       store_commands(),
                        server_commands(), bench_commands(), token_commands()}) {
       all.insert(all.end(), group.begin(), group.end());
     }

@@ -68,6 +68,7 @@ struct Command {
 [[nodiscard]] std::vector<Command> decompose_commands();    // decompose
 [[nodiscard]] std::vector<Command> reconstruct_commands();  // reconstruct, compress
 [[nodiscard]] std::vector<Command> run_commands();          // run
+[[nodiscard]] std::vector<Command> spectrum_commands();     // spectrum
 [[nodiscard]] std::vector<Command> store_commands();        // list, info, delete, load-dir
 [[nodiscard]] std::vector<Command> server_commands();       // stats, server-info, health, profile
 [[nodiscard]] std::vector<Command> bench_commands();        // bench

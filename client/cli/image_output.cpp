@@ -13,6 +13,8 @@
 namespace svdserve::cli {
 namespace {
 
+constexpr int kPngCompressionLevel = 9;
+
 // The PNM formats hold one layout each: PGM and PBM grey, PPM colour. The others take 1, 3 or 4
 // channels as they come.
 cv::Mat with_channels_for(const std::string& extension, const cv::Mat& image) {
@@ -41,20 +43,33 @@ std::uint64_t encode_u8(const std::filesystem::path& out, const v1::Shape& shape
   const cv::Mat image(static_cast<int>(shape.height()), static_cast<int>(shape.width()),
                       CV_8UC(static_cast<int>(shape.channels())),
                       const_cast<char*>(pixels.data()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  return write_image_file(out, image);
+}
+
+}  // namespace
+
+void require_picture_name(const std::filesystem::path& out, std::string_view option) {
+  if (!has_image_extension(out) || !cv::haveImageWriter(out.string())) {
+    throw UsageError(std::string(option) + " needs an image file name (.png, .jpg, .bmp, .tif, .ppm, ...), got '" +
+                     out.filename().string() + "'");
+  }
+}
+
+std::uint64_t write_image_file(const std::filesystem::path& out, const cv::Mat& image) {
   bool written = false;
   try {
-    written = cv::imwrite(out.string(), with_channels_for(lower_case_extension(out), image));
+    // OpenCV's default PNG level favours speed; these files are written once and kept.
+    const std::vector<int> parameters = {cv::IMWRITE_PNG_COMPRESSION, kPngCompressionLevel};
+    written = cv::imwrite(out.string(), with_channels_for(lower_case_extension(out), image), parameters);
   } catch (const cv::Exception& error) {
-    throw std::runtime_error("cannot encode " + out.string() + " (" +
-                             std::to_string(shape.channels()) + " channels)");
+    throw std::runtime_error("cannot encode " + out.string() + " (" + std::to_string(image.channels()) +
+                             " channels)");
   }
   if (!written) throw std::runtime_error("cannot encode or write " + out.string());
   std::error_code error;
   const auto size = std::filesystem::file_size(out, error);
   return error ? 0 : size;
 }
-
-}  // namespace
 
 v1::OutputFormat parse_output_format(std::string_view text) {
   if (text == "png") return v1::OUTPUT_FORMAT_PNG;

@@ -1,11 +1,14 @@
 #pragma once
 // Writing a reconstruction to a file: PNG or JPEG as the server encoded it, raw u8/f32 bytes, or
-// u8 pixels encoded here by OpenCV when the file name asks for another image format.
+// u8 pixels encoded here by OpenCV when the file name asks for another image format; and the
+// pictures the CLI draws, named like images.
 
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include <opencv2/core.hpp>
 
 #include "client/cli/args.hpp"  // UsageError
 #include "svdserve/v1/svdserve.pb.h"
@@ -34,5 +37,13 @@ namespace svdserve::cli {
 // std::runtime_error when the pixels do not match the shape or the file cannot be written.
 std::uint64_t write_output_image(const std::filesystem::path& out, v1::OutputFormat format,
                                  const v1::Shape& shape, const std::string& pixels);
+
+// A picture the CLI draws (contact sheet, spectrum plot) goes to a file named like an image
+// (image_extensions(), any case) that OpenCV can write; anything else is a UsageError naming option.
+void require_picture_name(const std::filesystem::path& out, std::string_view option);
+
+// Encodes the 8-bit image by out's extension (PGM/PBM grey, PPM colour) and writes it; returns
+// the bytes written. Throws std::runtime_error when it cannot be encoded or written.
+std::uint64_t write_image_file(const std::filesystem::path& out, const cv::Mat& image);
 
 }  // namespace svdserve::cli

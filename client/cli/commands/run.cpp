@@ -1,13 +1,16 @@
 // run FILE|DIR --rank K[,K2...] -o OUTDIR: decompose, then write every image at every rank,
-// through several ReconstructStream calls at once.
+// through several ReconstructStream calls at once; with --contact-sheet, one picture of them all.
 
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 
 #include "client/cli/commands/common.hpp"
+#include "client/cli/contact_sheet.hpp"
+#include "client/cli/contact_sheet_files.hpp"
 #include "client/cli/image_output.hpp"
 #include "client/cli/parallel.hpp"
 #include "client/cli/progress.hpp"
@@ -53,7 +56,8 @@ std::vector<std::filesystem::path> output_stems(const std::filesystem::path& out
 
 void write_json(std::ostream& out, std::size_t image_count, std::size_t decomposed,
                 const std::vector<std::uint32_t>& ranks, const std::vector<OutputItem>& outputs,
-                std::size_t files_written, std::size_t errors, double elapsed_ms) {
+                std::size_t files_written, std::size_t errors, double elapsed_ms,
+                const std::optional<std::string>& sheet_file, bool sheet_written) {
   JsonWriter json;
   json.begin_object().field("images", std::uint64_t{image_count}).field("decomposed", std::uint64_t{decomposed});
   json.key("ranks").begin_array();
@@ -72,8 +76,49 @@ void write_json(std::ostream& out, std::size_t image_count, std::size_t decompos
     }
     json.end_object();
   }
-  json.end_array().end_object();
+  json.end_array();
+  if (sheet_file) {
+    json.key("contact_sheet").begin_object().field("file", *sheet_file).field("ok", sheet_written).end_object();
+  }
+  json.end_object();
   out << json.str() << '\n';
+}
+
+// One row per decomposed image, in image order, read back from the files written (one image's
+// full-size pixels in memory at a time); then the sheet. Returns the error, empty when written.
+std::string write_contact_sheet(const std::filesystem::path& sheet_file, int max_tile_side_px,
+                                const std::vector<ImageItem>& items, const std::vector<DecomposeOutcome>& decomposed,
+                                const std::vector<OutputItem>& outputs) {
+  std::vector<SheetRow> rows;
+  try {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (!decomposed[i].ok()) continue;
+      std::vector<RankFile> ranks;
+      for (const auto& output : outputs) {
+        if (output.image == i) {
+          ranks.push_back(RankFile{.rank = output.rank, .file = output.ok ? output.file : std::filesystem::path()});
+        }
+      }
+      rows.push_back(read_sheet_row(items[i].id, items[i].file, ranks, max_tile_side_px));
+    }
+    if (rows.empty()) return "no image to put on the contact sheet";
+    static_cast<void>(write_image_file(sheet_file, draw_contact_sheet(rows, max_tile_side_px)));
+  } catch (const std::runtime_error& error) {
+    return error.what();
+  }
+  return {};
+}
+
+// --tile-size, only with --contact-sheet.
+int tile_size_from(const ParsedArgs& args, bool has_sheet) {
+  constexpr std::uint32_t kMinTileSidePx = 16;
+  constexpr std::uint32_t kMaxTileSidePx = 4096;
+  const auto text = args.value("tile-size");
+  if (!text) return kDefaultMaxTileSidePx;
+  if (!has_sheet) throw UsageError("--tile-size applies to --contact-sheet");
+  const auto size = parse_uint32(*text, "--tile-size");
+  if (size < kMinTileSidePx || size > kMaxTileSidePx) throw UsageError("--tile-size must be 16..4096");
+  return static_cast<int>(size);
 }
 
 int run_run(CommandContext& context, const ParsedArgs& args) {
@@ -89,6 +134,9 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
     throw UsageError("run writes png or jpeg files; --format expects png or jpeg");
   }
   const auto jpeg_quality = jpeg_quality_from(args, format);
+  const auto sheet_file = args.value("contact-sheet");
+  if (sheet_file) require_picture_name(*sheet_file, "--contact-sheet");
+  const int max_tile_side_px = tile_size_from(args, sheet_file.has_value());
   const auto items = collect_images(path, args.has("recursive"), std::nullopt);
   if (items.empty()) return report_error(context.err(), "no image files in " + path.string());
 
@@ -179,12 +227,21 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
     });
   }
 
+  std::string sheet_error;
+  if (sheet_file) {
+    sheet_error = write_contact_sheet(*sheet_file, max_tile_side_px, items, decomposed, outputs);
+    if (!sheet_error.empty()) {
+      context.err() << "error: contact sheet: " << sheet_error << '\n';
+      tally.failed_locally();
+    }
+  }
+
   const double elapsed_ms = elapsed_ms_since(start);
   const std::size_t decomposed_count =
       static_cast<std::size_t>(std::ranges::count_if(decomposed, &DecomposeOutcome::ok));
   if (context.json()) {
     write_json(context.out(), items.size(), decomposed_count, ranks, outputs, files_written,
-               tally.failed_count(), elapsed_ms);
+               tally.failed_count(), elapsed_ms, sheet_file, sheet_error.empty());
     return tally.exit_code();
   }
   std::string rank_list;
@@ -195,6 +252,7 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
   context.out() << "images " << items.size() << " (" << decomposed_count << " decomposed), ranks " << rank_list
                 << ", files written " << files_written << " to " << out_dir.string() << ", errors "
                 << tally.failed_count() << ", " << fixed_text(elapsed_ms / 1000.0, 2) << " s\n";
+  if (sheet_file && sheet_error.empty()) context.out() << "contact sheet " << *sheet_file << '\n';
   return tally.exit_code();
 }
 
@@ -204,7 +262,7 @@ std::vector<Command> run_commands() {
   return {Command{
       .name = "run",
       .synopsis = "FILE|DIR --rank K[,K2...] -o OUTDIR [--max-rank R] [--recursive] [--concurrency C]\n"
-                  "       [--format png|jpeg] [--jpeg-quality N]",
+                  "       [--format png|jpeg] [--jpeg-quality N] [--contact-sheet FILE [--tile-size PX]]",
       .summary = "decompose images, then write OUTDIR/<stem>_k<K>.png (or .jpg) for every rank (streamed)",
       .options = {{"rank", "K[,K2...]", "ranks to reconstruct at"},
                   {"output", "OUTDIR", "folder for the image files (created)", 'o'},
@@ -212,7 +270,12 @@ std::vector<Command> run_commands() {
                   kJpegQualityOption,
                   kMaxRankOption,
                   kRecursiveOption,
-                  kConcurrencyOption},
+                  kConcurrencyOption,
+                  {"contact-sheet", "FILE",
+                   "also write one picture (format from FILE's extension): a row per image, its "
+                   "original then every rank's output, each captioned with k, the relative error "
+                   "against the original and the bytes of factors kept"},
+                  {"tile-size", "PX", "the longer side of a contact sheet's tiles, at most (default 256)"}},
       .min_positionals = 1,
       .max_positionals = 1,
       .run = run_run,

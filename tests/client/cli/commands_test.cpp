@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <opencv2/imgcodecs.hpp>
+
 #include "client/image_files.hpp"
 #include "fake_server.hpp"
 #include "run_cli.hpp"
@@ -324,6 +326,65 @@ TEST_F(Commands, BenchSweepStopsWhenTheRealCallFails) {
   EXPECT_TRUE(outcome.err.starts_with("error: INVALID_ARGUMENT")) << outcome.err;
   EXPECT_EQ(server_.service().echo_calls(), 0u);
   EXPECT_EQ(server_.service().image_count(), 0u);
+}
+
+// The fake keeps values 8, 7, ..., 1 in each channel: shares 64/204, 113/204, ..., 190/204 (93%)
+// at rank 5, 203/204 (99.5%) at 7, all at 8.
+TEST_F(Commands, SpectrumWritesThePlotAndPrintsTheEnergyRanks) {
+  ASSERT_EQ(run({"decompose", (root_ / "in" / "a.png").string()}).code, 0);
+  const auto plot_file = root_ / "spectrum.png";
+  auto outcome = run({"spectrum", "a.png", "-o", plot_file.string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, "energy 90%: rank 5\nenergy 99%: rank 7\nenergy 99.9%: rank 8\n")) << outcome.out;
+  const cv::Mat plot = cv::imread(plot_file.string(), cv::IMREAD_UNCHANGED);
+  ASSERT_FALSE(plot.empty());
+  EXPECT_EQ(plot.cols, 960);
+  EXPECT_EQ(plot.rows, 640);
+  EXPECT_EQ(plot.channels(), 3);
+
+  outcome = run({"--json", "spectrum", "a.png", "-o", (root_ / "spectrum.bmp").string()});
+  EXPECT_EQ(outcome.code, 0) << outcome.err;
+  EXPECT_TRUE(contains(outcome.out, R"("energy": 0.99,)")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, R"("rank": 7)")) << outcome.out;
+  EXPECT_TRUE(contains(outcome.out, R"("channels": 3)")) << outcome.out;
+  EXPECT_EQ(read_file_bytes(root_ / "spectrum.bmp").substr(0, 2), "BM");
+}
+
+TEST_F(Commands, SpectrumErrors) {
+  auto outcome = run({"spectrum", "nope.png", "-o", (root_ / "s.png").string()});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_EQ(outcome.err, "error: NOT_FOUND: no image 'nope.png'\n");
+  EXPECT_FALSE(fs::exists(root_ / "s.png"));
+
+  ASSERT_EQ(run({"decompose", (root_ / "in" / "a.png").string()}).code, 0);
+  outcome = run({"spectrum", "a.png", "-o", (root_ / "s.xyz").string()});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_TRUE(contains(outcome.err, "-o needs an image file name")) << outcome.err;
+  EXPECT_FALSE(fs::exists(root_ / "s.xyz"));
+  EXPECT_EQ(run({"spectrum", "a.png"}).code, 2);
+  EXPECT_EQ(run({"spectrum", "-o", (root_ / "s.png").string()}).code, 2);
+}
+
+// The sheet's name is checked before any call.
+TEST_F(Commands, RunContactSheetNeedsAnImageName) {
+  const auto outcome = run({"run", (root_ / "in" / "a.png").string(), "--rank", "1", "-o", (root_ / "out").string(),
+                            "--contact-sheet", (root_ / "sheet.txt").string()});
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_TRUE(contains(outcome.err, "--contact-sheet needs an image file name")) << outcome.err;
+  EXPECT_EQ(server_.service().image_count(), 0u);
+  EXPECT_FALSE(fs::exists(root_ / "out"));
+}
+
+// The fake's images are not pictures the client can decode: the outputs are written, the sheet
+// fails, and that is a local failure (exit code 1).
+TEST_F(Commands, RunContactSheetOfAnUndecodableOriginalFails) {
+  const auto out_dir = root_ / "out";
+  const auto outcome = run({"run", (root_ / "in" / "a.png").string(), "--rank", "1", "-o", out_dir.string(),
+                            "--format", "png", "--contact-sheet", (root_ / "sheet.png").string()});
+  EXPECT_EQ(outcome.code, 1);
+  EXPECT_TRUE(contains(outcome.err, "error: contact sheet: cannot decode")) << outcome.err;
+  EXPECT_TRUE(fs::exists(out_dir / "a_k1.png"));
+  EXPECT_FALSE(fs::exists(root_ / "sheet.png"));
 }
 
 }  // namespace
