@@ -15,9 +15,11 @@ port=50600  # not the default: the health check must follow the configured port
 samples=/opt/svdserve/share/svdserve/samples
 work="$(mktemp -d)"
 containers=()
+dockerd_pid=""
 cleanup() {
   for c in "${containers[@]}"; do docker rm -f "$c" >/dev/null 2>&1 || true; done
   docker volume rm -f "$volume" >/dev/null 2>&1 || true
+  if [ -n "$dockerd_pid" ]; then kill "$dockerd_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -34,9 +36,11 @@ wait_until() {
 
 if ! docker info >/dev/null 2>&1; then
   dockerd >"$work/dockerd.log" 2>&1 &
+  dockerd_pid=$!
   wait_until 60 docker info >/dev/null 2>&1 || { cat "$work/dockerd.log"; fail "dockerd did not start"; }
 fi
 
+docker volume rm -f "$volume" >/dev/null 2>&1 || true  # left by an interrupted run
 bash docker/debian-base.sh "$base"
 build_started=$SECONDS
 docker build -q -f docker/Dockerfile --target cpu --build-arg BASE_IMAGE="$base" -t "$tag" . >/dev/null
@@ -47,7 +51,7 @@ echo "docker-check: built $tag in $((SECONDS - build_started)) s," \
 in_image() { docker run --rm --entrypoint sh "$tag" -c "$1"; }
 dev_packages="$(in_image 'dpkg-query -W -f "\${Package}\n" | grep -E -- "-dev$|^(gcc|g\+\+|clang|cpp|build-essential)(-[0-9.]+)?$" || true')"
 [ -z "$dev_packages" ] || fail "build packages in the image: $dev_packages"
-in_image 'for c in cc gcc g++ c++ clang cmake; do ! command -v $c; done' >/dev/null ||
+in_image 'for c in cc gcc g++ c++ clang cmake; do if command -v "$c"; then exit 1; fi; done' ||
   fail "a compiler is in the image"
 [ "$(in_image 'id -u')" = 10001 ] || fail "the image does not run as uid 10001"
 
@@ -75,7 +79,7 @@ docker stop svdserve-check-1 >/dev/null
 stop_seconds=$((SECONDS - stop_started))
 [ "$(docker inspect -f '{{.State.ExitCode}}' svdserve-check-1)" = 0 ] ||
   { docker logs svdserve-check-1; fail "docker stop did not exit 0"; }
-docker logs svdserve-check-1 2>&1 | grep -q "shutdown: done" || fail "no drain in the log"
+grep -q "shutdown: done" <<<"$(docker logs svdserve-check-1 2>&1)" || fail "no drain in the log"
 [ "$stop_seconds" -lt 10 ] || fail "docker stop took ${stop_seconds} s, its grace period is 10 s"
 docker rm svdserve-check-1 >/dev/null
 

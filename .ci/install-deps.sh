@@ -21,7 +21,9 @@ test_tools=(
   libgtest-dev libgmock-dev
   openssl  # the TLS tests make their certificates with it
   redis-server nginx-light  # servers the tests start
-  prometheus  # promtool checks deploy/prometheus; a real Prometheus runs the rules and dashboard queries
+  # promtool checks deploy/prometheus; a real Prometheus runs the rules and dashboard queries.
+  # Where systemd runs, Debian also starts it as a service (systemctl disable --now prometheus).
+  prometheus
   # Codecs the static OpenCV of the portable build links against.
   libpng-dev libjpeg-dev libwebp-dev libtiff-dev zlib1g-dev liblzma-dev libjbig-dev libdeflate-dev libzstd-dev
 )

@@ -8,6 +8,7 @@ tag="${1:-svdserve-debian-base:bookworm}"
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 rootfs="$(mktemp -d)"
 trap 'rm -rf "$rootfs"' EXIT
+chmod 755 "$rootfs"  # it becomes the image's /, which the non-root user must traverse
 debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >/dev/null
 # What Debian's own images do: security updates, no package lists or caches in the layer.
 cat >"$rootfs/etc/apt/sources.list" <<LIST

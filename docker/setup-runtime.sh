@@ -4,7 +4,9 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-xargs apt-get install -y -qq --no-install-recommends </opt/svdserve/share/svdserve/runtime-packages.txt
+# ca-certificates: the roots `svdserve-cli --tls` trusts without --ca.
+xargs apt-get install -y -qq --no-install-recommends ca-certificates \
+  </opt/svdserve/share/svdserve/runtime-packages.txt
 rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb
 if ldd /opt/svdserve/bin/* | grep "not found"; then exit 1; fi
 useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin svdserve

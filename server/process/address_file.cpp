@@ -21,20 +21,24 @@ std::string local_client_address(std::string_view listen_address, int port) {
 }
 
 void AddressFile::publish(std::string_view address) {
-  if (path_.empty()) return;
+  const std::lock_guard lock(mutex_);
+  if (path_.empty() || withdrawn_) return;
   const std::string staged = path_ + ".tmp";
-  {
-    std::ofstream out(staged, std::ios::trunc);
-    out << address << '\n';
-    out.close();
-    if (!out) throw Unavailable("cannot write the address file " + path_);
-  }
+  std::ofstream out(staged, std::ios::trunc);
+  out << address << '\n';
+  out.close();
   std::error_code error;
-  std::filesystem::rename(staged, path_, error);
-  if (error) throw Unavailable("cannot write the address file " + path_ + ": " + error.message());
+  if (out) std::filesystem::rename(staged, path_, error);
+  if (!out || error) {
+    std::error_code ignored;
+    std::filesystem::remove(staged, ignored);
+    throw Unavailable("cannot write the address file " + path_);
+  }
 }
 
 void AddressFile::withdraw() noexcept {
+  const std::lock_guard lock(mutex_);
+  withdrawn_ = true;
   if (path_.empty()) return;
   std::error_code ignored;
   std::filesystem::remove(path_, ignored);

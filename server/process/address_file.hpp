@@ -3,6 +3,7 @@
 // written to a file (and removed at shutdown), so that a container's HEALTHCHECK or a script that
 // started it on port 0 reads the real address instead of assuming one.
 
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,13 +23,16 @@ class AddressFile {
   ~AddressFile() { withdraw(); }
 
   // Replaces the file's content with `address` and a newline in one rename, so that a reader
-  // never sees half of it. Throws Unavailable when it cannot be written.
+  // never sees half of it; nothing once withdrawn. Throws Unavailable when it cannot be written.
   void publish(std::string_view address);
-  // Removes the file (once the server stops serving); a missing file is not an error.
+  // Removes the file for good (the server stops serving); a missing file is not an error.
   void withdraw() noexcept;
 
  private:
-  std::string path_;
+  const std::string path_;
+  std::mutex mutex_;
+  bool withdrawn_ = false;  // guarded by mutex_: a start-up that ends during the shutdown
+                            // must not publish again
 };
 
 }  // namespace svdserve

@@ -103,7 +103,7 @@ std::string write_contact_sheet(const std::filesystem::path& sheet_file, int max
     }
     if (rows.empty()) return "no image to put on the contact sheet";
     static_cast<void>(write_image_file(sheet_file, draw_contact_sheet(rows, max_tile_side_px)));
-  } catch (const std::runtime_error& error) {
+  } catch (const std::exception& error) {  // OpenCV's errors too: the run still reports
     return error.what();
   }
   return {};

@@ -33,12 +33,22 @@ TEST(AddressFile, PublishReplacesTheContentAndWithdrawRemovesIt) {
   file.withdraw();
   EXPECT_FALSE(std::filesystem::exists(path));
   file.withdraw();  // twice is fine
+  file.publish("127.0.0.1:3");  // a start-up ending during the shutdown
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST(AddressFile, AFolderThatIsNotThereIsAnError) {
   const testing::TempFolder folder("svdserve_address_file");
   AddressFile file((folder.path() / "no" / "address").string());
   EXPECT_THROW(file.publish("127.0.0.1:1"), Unavailable);
+}
+
+TEST(AddressFile, AFailedWriteLeavesNothingBehind) {
+  const testing::TempFolder folder("svdserve_address_file");
+  std::filesystem::create_directory(folder.path() / "address");  // rename onto a folder fails
+  AddressFile file((folder.path() / "address").string());
+  EXPECT_THROW(file.publish("127.0.0.1:1"), Unavailable);
+  EXPECT_FALSE(std::filesystem::exists(folder.path() / "address.tmp"));
 }
 
 TEST(AddressFile, NoPathWritesNothing) {
