@@ -56,6 +56,14 @@ std::string percent_text(double part, double whole) {
 
 }  // namespace
 
+cv::Size2d largest_sheet_size(std::size_t images, std::size_t ranks, int max_tile_side_px) {
+  const double cell_width = std::max(max_tile_side_px, kMinCellWidthPx);
+  const double cell_height = max_tile_side_px + kCaptionHeightPx;
+  const double columns = static_cast<double>(ranks) + 1;  // the original first
+  const auto rows = static_cast<double>(images);
+  return {columns * cell_width + (columns + 1) * kSheetGapPx, rows * cell_height + (rows + 1) * kSheetGapPx};
+}
+
 cv::Mat sheet_tile(const cv::Mat& image, int max_tile_side_px) {
   cv::Mat bgr = as_bgr(image);
   const int longer = std::max(bgr.cols, bgr.rows);

@@ -24,6 +24,8 @@ inline constexpr int kCaptionLinePx = 17;
 inline constexpr int kCaptionLines = 3;
 inline constexpr int kCaptionHeightPx = kCaptionLines * kCaptionLinePx + 6;
 inline constexpr int kSheetGapPx = 12;
+// JPEG's limit on a side (PNG's is higher, but a sheet that large is no picture to look at).
+inline constexpr int kMaxSheetSidePx = 65'535;
 inline const cv::Scalar kSheetBackground{255, 255, 255};
 inline const cv::Scalar kCaptionColour{20, 20, 20};
 
@@ -48,6 +50,10 @@ struct SheetRow {
 // The size of the cell every tile of these rows gets.
 [[nodiscard]] cv::Size sheet_cell_size(std::span<const SheetRow> rows,
                                        int max_tile_side_px = kDefaultMaxTileSidePx);
+
+// The largest sheet `images` rows of `ranks` reconstructions each can give (every tile at the
+// largest side), checked before any call so that a sheet too large to write fails first.
+[[nodiscard]] cv::Size2d largest_sheet_size(std::size_t images, std::size_t ranks, int max_tile_side_px);
 
 // The sheet, 8-bit BGR, laid out as above; an empty cell where a row has fewer tiles, a grey
 // tile captioned "failed" where a reconstruction failed.

@@ -2,6 +2,7 @@
 // through several ReconstructStream calls at once; with --contact-sheet, one picture of them all.
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -139,6 +140,15 @@ int run_run(CommandContext& context, const ParsedArgs& args) {
   const int max_tile_side_px = tile_size_from(args, sheet_file.has_value());
   const auto items = collect_images(path, args.has("recursive"), std::nullopt);
   if (items.empty()) return report_error(context.err(), "no image files in " + path.string());
+  if (sheet_file) {
+    const cv::Size2d largest = largest_sheet_size(items.size(), ranks.size(), max_tile_side_px);
+    if (std::max(largest.width, largest.height) > kMaxSheetSidePx) {
+      throw UsageError("a contact sheet of " + std::to_string(items.size()) + " images at " +
+                       std::to_string(ranks.size()) + " ranks can reach " + std::to_string(std::lround(largest.width)) +
+                       " x " + std::to_string(std::lround(largest.height)) + " pixels, above " +
+                       std::to_string(kMaxSheetSidePx) + " on a side: give fewer images or a smaller --tile-size");
+    }
+  }
 
   const auto start = std::chrono::steady_clock::now();
   ItemTally tally;

@@ -375,6 +375,25 @@ TEST_F(Commands, RunContactSheetNeedsAnImageName) {
   EXPECT_FALSE(fs::exists(root_ / "out"));
 }
 
+// A sheet that could pass 65,535 pixels on a side is refused before any call.
+TEST_F(Commands, RunContactSheetTooLargeToWriteIsAUsageError) {
+  const auto many = root_ / "many";
+  fs::create_directories(many);
+  for (int i = 0; i < 20; ++i) write_file_bytes(many / (std::to_string(i) + ".png"), "6x4x3");
+  const std::vector<std::string> args{"run", many.string(), "--rank", "1", "-o", (root_ / "out").string(),
+                                      "--contact-sheet", (root_ / "sheet.png").string(), "--tile-size"};
+  auto too_large = args;
+  too_large.push_back("4096");  // 20 rows of 4096 + captions
+  const auto outcome = run(too_large);
+  EXPECT_EQ(outcome.code, 2);
+  EXPECT_TRUE(contains(outcome.err, "above 65535 on a side")) << outcome.err;
+  EXPECT_EQ(server_.service().image_count(), 0u);
+
+  auto fits = args;
+  fits.push_back("1024");
+  EXPECT_NE(run(fits).code, 2);
+}
+
 // The fake's images are not pictures the client can decode: the outputs are written, the sheet
 // fails, and that is a local failure (exit code 1).
 TEST_F(Commands, RunContactSheetOfAnUndecodableOriginalFails) {

@@ -97,6 +97,17 @@ TEST(ContactSheet, TileSizeIsAParameter) {
   EXPECT_EQ(sheet_cell_size(rows, 300), cv::Size(300, 225 + kCaptionHeightPx));
 }
 
+// The bound checked before any call is the sheet of tiles at the largest side, and no smaller.
+TEST(ContactSheet, LargestSheetSizeIsTheSheetOfLargestTiles) {
+  const cv::Mat image = uniform(300, 300, CV_8UC3, cv::Scalar(9, 9, 9));
+  const SheetRow row{.name = "a.png", .original = image, .original_size = {}, .original_bytes = 270000,
+                     .ranks = {tile_of(1, image), tile_of(2, image)}};
+  const std::vector<SheetRow> rows = {row, row, row};
+  const cv::Size drawn = draw_contact_sheet(rows, 300).size();
+  EXPECT_EQ(largest_sheet_size(3, 2, 300), cv::Size2d(drawn.width, drawn.height));
+  EXPECT_GE(largest_sheet_size(3, 2, 400).height, drawn.height);
+}
+
 // A failed reconstruction is a grey tile with "failed" under it, the columns still aligned.
 TEST(ContactSheet, FailedReconstructionIsAGreyTile) {
   const cv::Mat image = uniform(100, 80, CV_8UC3, cv::Scalar(0, 0, 0));
